@@ -1,0 +1,52 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// A system library from a Debian -dev package, found through pkg-config.
+/// `Tools/install-deps.sh` installs every one of them.
+func systemLibrary(_ name: String, pkgConfig: String, apt: String) -> Target {
+    .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt([apt])])
+}
+
+let package = Package(
+    name: "imgstore",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "ImageStore", targets: ["ImageStore"]),
+        .library(name: "ImageValidation", targets: ["ImageValidation"]),
+        .library(name: "MemoryCache", targets: ["MemoryCache"]),
+        .executable(name: "imgstore-admin", targets: ["imgstore-admin"]),
+        .executable(name: "imgstore-bench", targets: ["imgstore-bench"]),
+    ],
+    targets: [
+        // MARK: - C libraries (Debian packages)
+        systemLibrary("CLMDB", pkgConfig: "lmdb", apt: "liblmdb-dev"),
+        systemLibrary("CXXHash", pkgConfig: "libxxhash", apt: "libxxhash-dev"),
+        systemLibrary("CZlib", pkgConfig: "zlib", apt: "zlib1g-dev"),
+        systemLibrary("CSpng", pkgConfig: "spng", apt: "libspng-dev"),
+        systemLibrary("CTurboJPEG", pkgConfig: "libturbojpeg", apt: "libturbojpeg0-dev"),
+        systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: "libsqlite3-dev"),
+
+        // MARK: - Modules
+        .target(name: "LMDB", dependencies: ["CLMDB"]),
+        .target(name: "ImageValidation", dependencies: ["CZlib", "CSpng", "CTurboJPEG"]),
+        .target(name: "MemoryCache"),
+        .target(name: "ImageStore", dependencies: ["LMDB", "CXXHash", "ImageValidation", "MemoryCache"]),
+
+        // MARK: - Tools
+        .executableTarget(name: "imgstore-admin", dependencies: ["ImageStore"], path: "Tools/imgstore-admin"),
+        .executableTarget(
+            name: "imgstore-bench",
+            dependencies: ["ImageStore", "LMDB", "CLMDB", "CSQLite", "MemoryCache", "ImageValidation"],
+            path: "Tools/imgstore-bench"
+        ),
+
+        // MARK: - Tests
+        .target(name: "ImageStoreTestSupport", dependencies: ["ImageStore"], path: "Tests/ImageStoreTestSupport"),
+        .testTarget(name: "LMDBTests", dependencies: ["LMDB", "ImageStoreTestSupport"]),
+        .testTarget(name: "ImageValidationTests", dependencies: ["ImageValidation"]),
+        .testTarget(name: "MemoryCacheTests", dependencies: ["MemoryCache"]),
+        .testTarget(name: "ImageStoreTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB"]),
+        .testTarget(name: "ImgstoreAdminTests", dependencies: ["ImageStoreTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

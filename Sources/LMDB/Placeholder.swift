@@ -1,0 +1,2 @@
+import CLMDB
+func _probe() { var e: OpaquePointer?; _ = mdb_env_create(&e) }

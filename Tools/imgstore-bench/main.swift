@@ -1,0 +1,3 @@
+import CSQLite
+func _probe() { _ = sqlite3_libversion() }
+print("bench")

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs every Debian package imgstore needs to build, test and benchmark.
+# Idempotent: does nothing when all are present; runs `apt-get update` only when
+# something is missing. Needs root (or sudo) only in that case.
+set -euo pipefail
+
+packages=(
+  pkg-config
+  liblmdb-dev          # CLMDB: the durable tier
+  libxxhash-dev        # CXXHash: XXH3 checksums of blobs
+  zlib1g-dev           # CZlib: CRC-32 for the PNG validator
+  libspng-dev          # CSpng: deep PNG decode (returns error codes, no longjmp)
+  libturbojpeg0-dev    # CTurboJPEG: deep JPEG decode (returns error codes)
+  libsqlite3-dev       # CSQLite: bench-only alternative
+  libjpeg-turbo-progs  # cjpeg/djpeg: progressive JPEG fixtures made at test time
+  pngcheck             # reference checker (agreement script, benchmark)
+  jpeginfo             # reference checker (agreement script, benchmark)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
