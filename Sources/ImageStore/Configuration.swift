@@ -1,0 +1,51 @@
+import Foundation
+import ImageValidation
+
+extension ImageStore {
+    /// How a store is opened and what it accepts. Every limit has a default suited to a
+    /// service caching web images; the README lists them.
+    public struct Configuration: Sendable {
+        /// Largest image accepted by `put`, in bytes. Default 64 MiB.
+        public var maxEntryBytes: Int = 64 << 20
+        /// Longest URL accepted, in UTF-8 bytes. Default 1 MiB. URLs of any length up to it
+        /// work: keys are hashed, the full URL is kept in the entry.
+        public var maxURLBytes: Int = 1 << 20
+        /// The LMDB map size a new store starts with. Default 64 MiB; it grows as needed.
+        public var initialMapSize: Int = 64 << 20
+        /// The map never grows past this; a put that needs more fails with `storeFull`.
+        /// Default 1 TiB (address space, not disk).
+        public var maxMapSize: Int = 1 << 40
+        /// LMDB reader slots (concurrent read transactions across all processes). Default 510.
+        public var maxReaders: Int = 510
+        /// Maps the normalised URL to the key entries are found by, e.g. to drop the
+        /// signature parameters of signed CDN URLs. Default: the normalised URL itself.
+        /// Must be deterministic; changing it orphans existing entries.
+        public var keyFunction: (@Sendable (String) -> String)?
+        /// What `put` does with bytes that are not a valid image. Default `.rejectInvalid`.
+        public var validation: ValidationPolicy = .rejectInvalid
+        /// The time source; inject a manual one in tests. Default: the system clock.
+        public var clock: @Sendable () -> Date = { Date() }
+        /// Use `MDB_WRITEMAP`. Faster bulk writes, but a full disk on a sparse data file is then
+        /// a `SIGBUS` instead of an error; off by default.
+        public var writeMap = false
+
+        /// Replaces the URL hash, so tests can force collisions. Not public API.
+        package var keyHasher: @Sendable (String) -> [UInt8] = Checksum.key
+
+        public init() {}
+    }
+
+    /// How `put` treats the bytes it is given.
+    public enum ValidationPolicy: Sendable, Hashable {
+        /// Only valid PNG, JPEG, GIF or WebP images are stored (structure check). The default.
+        case rejectInvalid
+        /// Like `rejectInvalid`, with a full decode of PNG and JPEG (slower; catches damage
+        /// only a decoder sees).
+        case rejectInvalidDeep
+        /// Damaged images are rejected, but bytes in a format the validator does not know are
+        /// stored as opaque blobs (for callers that store other things too).
+        case acceptUnknownFormats
+        /// Nothing is checked (the bytes are still checksummed).
+        case none
+    }
+}

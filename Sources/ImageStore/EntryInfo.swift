@@ -1,0 +1,26 @@
+import Foundation
+
+/// What the store knows about one entry, without its bytes.
+public struct EntryInfo: Sendable, Hashable {
+    /// The normalised URL the entry was stored under.
+    public var url: String
+    /// The image's size in bytes.
+    public var byteCount: Int
+    /// XXH3-64 of the bytes, checked on every read.
+    public var checksum: UInt64
+    /// When the entry was put.
+    public var createdAt: Date
+    /// When the entry expires, or nil for never.
+    public var expiresAt: Date?
+    /// When the entry was last read or written.
+    public var lastAccessedAt: Date
+    /// The image's decoded header facts, when it was validated as an image.
+    public var image: ImageFacts?
+}
+
+/// An entry's bytes with its metadata, as returned by `ImageStore.get`.
+public struct StoredImage: Sendable, Hashable {
+    /// The image bytes, exactly as put.
+    public var data: Data
+    public var info: EntryInfo
+}

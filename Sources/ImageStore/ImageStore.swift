@@ -1,0 +1,240 @@
+@_exported import ImageValidation
+import Foundation
+import LMDB
+import Synchronization
+
+/// A persistent key-value store of images keyed by URL: LMDB on disk, with checksums on
+/// every read and image validation on every write.
+///
+/// ```swift
+/// let store = try ImageStore(path: "/var/cache/images")
+/// try store.put(pngBytes, for: "https://cdn.example.com/a.png")
+/// if let image = try store.get("https://cdn.example.com/a.png") { use(image.data) }
+/// ```
+///
+/// Thread safety: every method may be called from any thread at once. Reads run in their
+/// own snapshot on the caller's thread and never wait for a writer; writes are funnelled
+/// through one writer queue.
+///
+/// A store is opened once per process: a second `init` for the same directory throws
+/// `alreadyOpen` until the first instance is closed. Another *process* may open the same
+/// store at the same time (LMDB coordinates them).
+public final class ImageStore: Sendable {
+    /// The store directory.
+    public let path: String
+    public let configuration: Configuration
+    let tier: DurableTier
+    private let normalizer: URLNormalizer
+    private let validator = ImageValidator()
+    let counters = StoreCounters()
+    private let isClosed = Atomic<Bool>(false)
+    private let identity: FileIdentity
+
+    /// Opens the store at `path`, creating the directory and an empty store when missing.
+    /// - Throws: `notADirectory`, `notWritable`, `notAStore` (the directory holds other
+    ///   files), `newerFormat`, `corruptStore`, `alreadyOpen`.
+    public init(path: String, configuration: Configuration = .init()) throws(ImageStoreError) {
+        precondition(configuration.maxEntryBytes > 0 && configuration.maxURLBytes > 0, "limits must be positive")
+        try StoreDirectory.prepare(path)
+        guard let identity = FileIdentity(path: path) else {
+            throw .notWritable(path: path, reason: String(cString: strerror(errno)))
+        }
+        guard Self.openStores.withLock({ $0.insert(identity).inserted }) else { throw .alreadyOpen(path: path) }
+        do {
+            tier = try DurableTier.open(path: path, configuration: configuration)
+        } catch {
+            _ = Self.openStores.withLock { $0.remove(identity) }
+            throw error
+        }
+        self.path = path
+        self.configuration = configuration
+        self.identity = identity
+        normalizer = URLNormalizer(maxBytes: configuration.maxURLBytes)
+    }
+
+    deinit { close() }
+
+    /// Closes the store: later calls throw `closed`. Waits for writes in progress. Idempotent.
+    public func close() {
+        guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        tier.drainWrites()
+        _ = Self.openStores.withLock { $0.remove(identity) }
+    }
+
+    // MARK: - Writing
+
+    /// Validates and stores `data` as the image for `url`, replacing any previous entry.
+    ///
+    /// Returns after the entry is committed to LMDB (durable: LMDB syncs on commit).
+    /// - Parameter ttl: seconds until the entry expires; nil for never.
+    /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `emptyData`, `entryTooLarge`,
+    ///   `invalidImage` (all before anything is written); `storeFull`, `diskFull`, `storage`
+    ///   (the transaction is rolled back); `closed`.
+    @discardableResult
+    public func put(_ data: Data, for url: String, ttl: TimeInterval? = nil) throws(ImageStoreError) -> EntryInfo {
+        try checkOpen()
+        let (normalized, cacheKey) = try keys(for: url)
+        guard !data.isEmpty else { throw .emptyData }
+        guard data.count <= configuration.maxEntryBytes else {
+            throw .entryTooLarge(byteCount: data.count, limit: configuration.maxEntryBytes)
+        }
+        let facts = try validate(data, url: normalized)
+        let now = Self.milliseconds(configuration.clock())
+        let record = EntryRecord(
+            url: normalized, cacheKey: cacheKey, byteCount: data.count,
+            checksum: data.withUnsafeBytes(Checksum.blob), createdAt: now,
+            expiresAt: ttl.map { now + Int64(($0 * 1000).rounded()) }, lastAccess: now, facts: facts)
+        try tier.put(record, data: data)
+        counters.puts.add(1, ordering: .relaxed)
+        return Self.info(record)
+    }
+
+    /// Removes the entry for `url`; returns whether there was one.
+    /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `storage`, `closed`.
+    @discardableResult
+    public func remove(_ url: String) throws(ImageStoreError) -> Bool {
+        try checkOpen()
+        return try tier.remove(cacheKey: keys(for: url).cacheKey)
+    }
+
+    /// Removes every entry, atomically.
+    public func removeAll() throws(ImageStoreError) {
+        try checkOpen()
+        try tier.removeAll()
+    }
+
+    // MARK: - Reading
+
+    /// The image stored for `url`, or nil when there is none (or it expired).
+    ///
+    /// The bytes are verified against their checksum first.
+    /// - Throws: `checksumMismatch` when the stored bytes are corrupt (counted in
+    ///   `statistics().corruptReads`, never served); URL errors; `storage`; `closed`.
+    public func get(_ url: String) throws(ImageStoreError) -> StoredImage? {
+        try checkOpen()
+        let cacheKey = try keys(for: url).cacheKey
+        let found: (EntryRecord, Data)?
+        do {
+            found = try tier.get(cacheKey: cacheKey)
+        } catch {
+            if case .checksumMismatch = error { counters.corruptReads.add(1, ordering: .relaxed) }
+            throw error
+        }
+        guard let (record, data) = found, !isExpired(record) else {
+            counters.misses.add(1, ordering: .relaxed)
+            return nil
+        }
+        counters.hits.add(1, ordering: .relaxed)
+        return StoredImage(data: data, info: Self.info(record))
+    }
+
+    /// The metadata of the entry for `url` without reading its bytes, or nil.
+    public func info(for url: String) throws(ImageStoreError) -> EntryInfo? {
+        try checkOpen()
+        guard let record = try tier.record(cacheKey: keys(for: url).cacheKey), !isExpired(record) else { return nil }
+        return Self.info(record)
+    }
+
+    /// Whether an unexpired entry exists for `url`.
+    public func contains(_ url: String) throws(ImageStoreError) -> Bool {
+        try info(for: url) != nil
+    }
+
+    /// Calls `body` with every entry's metadata (expired ones included), in key order, from
+    /// one consistent snapshot. The snapshot holds an LMDB reader slot while `body` runs.
+    public func forEachEntry(_ body: (EntryInfo) throws -> Void) throws {
+        try checkOpen()
+        try tier.forEachRecord { record in
+            try body(Self.info(record))
+            return true
+        }
+    }
+
+    /// Every entry's metadata, from one snapshot.
+    public func entries() throws(ImageStoreError) -> [EntryInfo] {
+        var all: [EntryInfo] = []
+        do { try forEachEntry { all.append($0) } } catch let error as ImageStoreError { throw error } catch {
+            preconditionFailure("unreachable: the body does not throw")
+        }
+        return all
+    }
+
+    /// Counts and sizes from one snapshot, plus this process's counters.
+    public func statistics() throws(ImageStoreError) -> StoreStatistics {
+        try checkOpen()
+        let (entryCount, logicalBytes) = try tier.counts()
+        let environment: EnvironmentStatistics
+        do { environment = try tier.environment.statistics() } catch {
+            throw .from(error, path: path, operation: "reading statistics", maxMapSize: tier.maxMapSize)
+        }
+        var status = stat()
+        let fileBytes = stat(path + "/data.mdb", &status) == 0 ? Int(status.st_blocks) * 512 : 0
+        return StoreStatistics(
+            entryCount: entryCount, logicalBytes: logicalBytes, fileBytes: fileBytes,
+            usedBytes: environment.usedBytes, mapSize: environment.mapSize, maxMapSize: tier.maxMapSize,
+            puts: counters.puts.load(ordering: .relaxed), hits: counters.hits.load(ordering: .relaxed),
+            misses: counters.misses.load(ordering: .relaxed),
+            corruptReads: counters.corruptReads.load(ordering: .relaxed))
+    }
+
+    // MARK: - Helpers
+
+    /// The normalised URL and the cache key derived from it.
+    func keys(for url: String) throws(ImageStoreError) -> (url: String, cacheKey: String) {
+        let normalized = try normalizer.normalize(url)
+        let cacheKey = configuration.keyFunction?(normalized) ?? normalized
+        guard !cacheKey.isEmpty else {
+            throw .malformedURL(url: URLNormalizer.excerpt(url), reason: "the configured key function returned an empty key")
+        }
+        return (normalized, cacheKey)
+    }
+
+    private func validate(_ data: Data, url: String) throws(ImageStoreError) -> ImageFacts? {
+        let mode: ValidationMode
+        switch configuration.validation {
+        case .none: return nil
+        case .rejectInvalidDeep: mode = .deep
+        case .rejectInvalid, .acceptUnknownFormats: mode = .structure
+        }
+        let outcome = data.withUnsafeBytes { bytes in
+            Result { () throws(ImageValidationError) in try validator.validate(bytes, mode: mode) }
+        }
+        switch outcome {
+        case .success(let facts):
+            return facts
+        case .failure(let error):
+            if error.isUnknownFormat && configuration.validation == .acceptUnknownFormats { return nil }
+            throw .invalidImage(url: URLNormalizer.excerpt(url), reason: error.description)
+        }
+    }
+
+    private func isExpired(_ record: EntryRecord) -> Bool {
+        guard let expiresAt = record.expiresAt else { return false }
+        return expiresAt <= Self.milliseconds(configuration.clock())
+    }
+
+    private func checkOpen() throws(ImageStoreError) {
+        if isClosed.load(ordering: .acquiring) { throw .closed(path: path) }
+    }
+
+    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
+    static func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
+
+    static func info(_ record: EntryRecord) -> EntryInfo {
+        EntryInfo(
+            url: record.url, byteCount: record.byteCount, checksum: record.checksum,
+            createdAt: date(record.createdAt), expiresAt: record.expiresAt.map(date),
+            lastAccessedAt: date(record.lastAccess), image: record.facts)
+    }
+
+    /// Directories open in this process (by device and inode), to refuse a second open.
+    private static let openStores = Mutex<Set<FileIdentity>>([])
+}
+
+/// This process's counters for one store.
+final class StoreCounters: Sendable {
+    let puts = Atomic<Int>(0)
+    let hits = Atomic<Int>(0)
+    let misses = Atomic<Int>(0)
+    let corruptReads = Atomic<Int>(0)
+}

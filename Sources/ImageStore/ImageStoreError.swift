@@ -1,0 +1,105 @@
+import Foundation
+import LMDB
+
+/// Everything that can go wrong in an `ImageStore` call. Each case carries the context a user
+/// needs, and its `description` is a sentence saying what happened and what to do.
+///
+/// A call that throws leaves the store as it was: bad input is rejected before anything is
+/// written, and a failed write transaction is rolled back whole.
+public enum ImageStoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    // MARK: Bad input (the store is unchanged)
+    /// The URL was the empty string.
+    case emptyURL
+    /// The URL could not be parsed; `reason` says why.
+    case malformedURL(url: String, reason: String)
+    /// The URL is longer than `Configuration.maxURLBytes`.
+    case urlTooLong(length: Int, limit: Int)
+    /// The data to put was empty.
+    case emptyData
+    /// The data to put is larger than `Configuration.maxEntryBytes`.
+    case entryTooLarge(byteCount: Int, limit: Int)
+    /// The data failed image validation; `reason` comes from the validator.
+    case invalidImage(url: String, reason: String)
+
+    // MARK: Opening
+    /// The store path exists and is not a directory.
+    case notADirectory(path: String)
+    /// The store directory cannot be created or written.
+    case notWritable(path: String, reason: String)
+    /// The directory holds something that is not an imgstore store; `found` describes it.
+    case notAStore(path: String, found: String)
+    /// The store was written by a newer imgstore.
+    case newerFormat(path: String, found: UInt32, supported: UInt32)
+    /// The store's files are damaged beyond what opening can handle.
+    case corruptStore(path: String, detail: String)
+    /// This process already has the store open; share that instance instead.
+    case alreadyOpen(path: String)
+
+    // MARK: Runtime
+    /// A stored blob no longer matches its checksum: it is not served.
+    case checksumMismatch(url: String, expected: UInt64, actual: UInt64)
+    /// The store reached `Configuration.maxMapSize`; remove entries or raise the limit.
+    case storeFull(path: String, limit: Int)
+    /// The file system holding the store is full.
+    case diskFull(path: String)
+    /// The store was closed.
+    case closed(path: String)
+    /// An I/O or storage-engine error; `detail` names the operation and the system's message.
+    case storage(path: String, detail: String)
+
+    public var description: String {
+        switch self {
+        case .emptyURL:
+            "The URL is empty; pass the image's absolute URL, such as https://cdn.example.com/a.jpg."
+        case let .malformedURL(url, reason):
+            "The URL \"\(url)\" is malformed: \(reason)."
+        case let .urlTooLong(length, limit):
+            "The URL is \(length) bytes long, over the limit of \(limit) bytes (Configuration.maxURLBytes)."
+        case .emptyData:
+            "The image data is empty (0 bytes); an empty download is not an image and is not stored."
+        case let .entryTooLarge(byteCount, limit):
+            "The image is \(byteCount) bytes, over the limit of \(limit) bytes per entry (Configuration.maxEntryBytes)."
+        case let .invalidImage(url, reason):
+            "The data for \(url) is not a valid image: \(reason). It was not stored."
+        case let .notADirectory(path):
+            "The store path \(path) exists and is not a directory; choose a directory path."
+        case let .notWritable(path, reason):
+            "The store directory \(path) cannot be used: \(reason). Check its permissions."
+        case let .notAStore(path, found):
+            "The directory \(path) is not an imgstore store: it holds \(found). Use an empty or new directory."
+        case let .newerFormat(path, found, supported):
+            "The store at \(path) has format version \(found), newer than this build supports (\(supported)); upgrade imgstore."
+        case let .corruptStore(path, detail):
+            "The store at \(path) is damaged: \(detail). Run `imgstore-admin verify` or restore it from a copy."
+        case let .alreadyOpen(path):
+            "The store at \(path) is already open in this process; share that ImageStore instance."
+        case let .checksumMismatch(url, expected, actual):
+            "The stored bytes of \(url) are corrupt (checksum \(String(actual, radix: 16)), expected \(String(expected, radix: 16))); they were not served."
+        case let .storeFull(path, limit):
+            "The store at \(path) is full: it reached its maximum map size of \(limit) bytes. Remove entries or raise Configuration.maxMapSize."
+        case let .diskFull(path):
+            "The disk holding the store at \(path) is full; nothing was written. Free space and retry."
+        case let .closed(path):
+            "The store at \(path) is closed."
+        case let .storage(path, detail):
+            "Storage error in \(path): \(detail)."
+        }
+    }
+}
+
+extension ImageStoreError {
+    /// Maps an LMDB failure during `operation` to the case a user can act on.
+    static func from(_ error: any Error, path: String, operation: String, maxMapSize: Int) -> ImageStoreError {
+        if let error = error as? ImageStoreError { return error }
+        guard let error = error as? LMDBError else {
+            return .storage(path: path, detail: "\(operation): \(error)")
+        }
+        switch error {
+        case .mapFull: return .storeFull(path: path, limit: maxMapSize)
+        case .noSpace: return .diskFull(path: path)
+        case .corrupted, .invalid, .panic, .versionMismatch:
+            return .corruptStore(path: path, detail: "\(operation) failed: \(error)")
+        default: return .storage(path: path, detail: "\(operation) failed: \(error)")
+        }
+    }
+}

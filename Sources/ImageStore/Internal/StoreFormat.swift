@@ -1,0 +1,94 @@
+// # imgstore on-disk format, version 1
+//
+// A store is a directory:
+//
+//   data.mdb, lock.mdb   the LMDB environment (the durable tier)
+//
+// ## LMDB databases
+//
+// | name      | key                      | value                                   |
+// |-----------|--------------------------|-----------------------------------------|
+// | `meta`    | ASCII name               | store-wide records, below               |
+// | `entries` | entry key (18 bytes)     | entry record (metadata only, below)     |
+// | `blobs`   | entry key (18 bytes)     | the image bytes, exactly as put         |
+//
+// Metadata and bytes live in separate databases so listing, stats and verification of
+// metadata never touch blob pages. An entry's record and blob are always written and
+// deleted in the same transaction.
+//
+// ## Entry key
+//
+//   bytes 0..<16  XXH3-128 of the cache key (the normalised URL passed through the
+//                 configured key function), big-endian high then low 64 bits
+//   bytes 16..<18 collision slot, big-endian UInt16: 0 for the first key with this hash,
+//                 the next free number for each further key that collides with it
+//
+// LMDB keys are limited to 511 bytes; hashing lets URLs be of any length. A lookup visits
+// every slot of its hash (a cursor range over the 16-byte prefix) and compares the full
+// cache key stored in the record, so a collision can never return another URL's image.
+//
+// ## Entry record (all integers little-endian)
+//
+// | offset | size | field                                                            |
+// |--------|------|------------------------------------------------------------------|
+// | 0      | 1    | record version (1)                                               |
+// | 1      | 1    | flags: bit 0 expires, bit 1 has image facts                      |
+// | 2      | 2    | reserved, 0                                                      |
+// | 4      | 4    | U: byte length of the normalised URL                             |
+// | 8      | 4    | K: byte length of the cache key when it differs from the URL, else 0 |
+// | 12     | 4    | reserved, 0                                                      |
+// | 16     | 8    | byte count of the blob                                           |
+// | 24     | 8    | XXH3-64 of the blob (seed 0)                                     |
+// | 32     | 8    | created-at, ms since the Unix epoch                              |
+// | 40     | 8    | expires-at, ms since the Unix epoch (meaningful when bit 0 set)  |
+// | 48     | 8    | last access, ms since the Unix epoch                             |
+// | 56     | 1    | image format: 0 unknown, 1 PNG, 2 JPEG, 3 GIF, 4 WebP            |
+// | 57     | 1    | bit depth / sample precision                                     |
+// | 58     | 1    | components (channels)                                            |
+// | 59     | 1    | PNG colour type, 0xFF when not PNG                               |
+// | 60     | 4    | width                                                            |
+// | 64     | 4    | height                                                           |
+// | 68     | 4    | frame count, 0 when unknown                                      |
+// | 72     | 1    | 1 when interlaced / progressive                                  |
+// | 73     | 7    | reserved, 0                                                      |
+// | 80     | U    | the normalised URL, UTF-8                                        |
+// | 80+U   | K    | the cache key, UTF-8 (absent when K = 0: the key is the URL)     |
+//
+// A record is valid when its version is 1, its length is exactly 80 + U + K, and its byte
+// count equals its blob's length. Readers reject anything else as corruption.
+//
+// ## `meta` records
+//
+// | key             | value                                                          |
+// |-----------------|----------------------------------------------------------------|
+// | `format`        | the 8 bytes `IMGSTORE` then the format version, UInt32 LE      |
+// | `logical-bytes` | UInt64 LE: the sum of all blobs' byte counts                   |
+//
+// A directory is a store when its LMDB environment holds a `meta` database whose `format`
+// record starts with `IMGSTORE`. A newer version than `StoreFormat.version` is refused.
+
+/// Constants of the on-disk format described above.
+enum StoreFormat {
+    /// The version this build writes and the newest it reads.
+    static let version: UInt32 = 1
+    static let magic: [UInt8] = Array("IMGSTORE".utf8)
+
+    static let metaDatabase = "meta"
+    static let entriesDatabase = "entries"
+    static let blobsDatabase = "blobs"
+
+    static let formatKey: [UInt8] = Array("format".utf8)
+    static let logicalBytesKey: [UInt8] = Array("logical-bytes".utf8)
+
+    static let hashByteCount = 16
+    static let entryKeyByteCount = 18
+    static let recordHeaderByteCount = 80
+    static let recordVersion: UInt8 = 1
+
+    /// The `format` record's value for this build.
+    static var formatRecord: [UInt8] {
+        var bytes = magic
+        withUnsafeBytes(of: version.littleEndian) { bytes.append(contentsOf: $0) }
+        return bytes
+    }
+}

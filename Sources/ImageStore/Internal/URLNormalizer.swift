@@ -1,0 +1,81 @@
+/// Turns a URL string into the canonical form the store keys on (RFC 3986 §6.2.2–6.2.3):
+/// scheme and host lowercased, the scheme's default port dropped, an empty HTTP path made
+/// `/`, the fragment dropped (it never reaches the server). Everything else — user info,
+/// path, query, percent-encoding — is kept byte for byte, because servers may treat those
+/// case- or order-sensitively.
+///
+/// Deliberately strict: a URL with whitespace or control characters, no `scheme://`, an
+/// empty host (except `file:`), or a bad port is an error, never silently "fixed".
+struct URLNormalizer: Sendable {
+    let maxBytes: Int
+
+    func normalize(_ url: String) throws(ImageStoreError) -> String {
+        let bytes = Array(url.utf8)
+        guard !bytes.isEmpty else { throw .emptyURL }
+        guard bytes.count <= maxBytes else { throw .urlTooLong(length: bytes.count, limit: maxBytes) }
+        if let bad = bytes.firstIndex(where: { $0 <= 0x20 || $0 == 0x7F }) {
+            throw .malformedURL(url: Self.excerpt(url), reason: "it contains a space or control character at byte \(bad)")
+        }
+
+        // scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ), then "://"
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0,
+              Self.isAlpha(bytes[0]),
+              bytes[1..<colon].allSatisfy({ Self.isAlpha($0) || Self.isDigit($0) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E }),
+              bytes.count >= colon + 3, bytes[colon + 1] == 0x2F, bytes[colon + 2] == 0x2F
+        else {
+            throw .malformedURL(url: Self.excerpt(url), reason: "it does not start with a scheme and \"://\" (as in https://host/path)")
+        }
+        let scheme = bytes[0..<colon].map(Self.lowercased)
+        let authorityStart = colon + 3
+        let authorityEnd = bytes[authorityStart...].firstIndex(where: { $0 == 0x2F || $0 == 0x3F || $0 == 0x23 }) ?? bytes.count
+        let authority = bytes[authorityStart..<authorityEnd]
+
+        // authority = [ userinfo "@" ] host [ ":" port ]
+        let at = authority.lastIndex(of: UInt8(ascii: "@"))
+        let userInfo = at.map { bytes[authorityStart...$0] } ?? []
+        let hostAndPort = bytes[(at.map { $0 + 1 } ?? authorityStart)..<authorityEnd]
+        var host = hostAndPort
+        var port: ArraySlice<UInt8> = []
+        let closingBracket = hostAndPort.lastIndex(of: UInt8(ascii: "]"))
+        if let portColon = hostAndPort.lastIndex(of: UInt8(ascii: ":")), portColon > (closingBracket ?? hostAndPort.startIndex - 1) {
+            host = bytes[hostAndPort.startIndex..<portColon]
+            port = bytes[(portColon + 1)..<hostAndPort.endIndex]
+        }
+        let schemeName = String(decoding: scheme, as: UTF8.self)
+        if host.isEmpty && schemeName != "file" {
+            throw .malformedURL(url: Self.excerpt(url), reason: "it has no host")
+        }
+        if !port.isEmpty {
+            guard port.count <= 5, port.allSatisfy(Self.isDigit), let number = Int(String(decoding: port, as: UTF8.self)), number <= 65535 else {
+                throw .malformedURL(url: Self.excerpt(url), reason: "its port is not a number from 0 to 65535")
+            }
+            if Self.defaultPorts[schemeName] == number { port = [] }
+        }
+
+        let fragment = bytes[authorityEnd...].firstIndex(of: UInt8(ascii: "#")) ?? bytes.count
+        var rest = bytes[authorityEnd..<fragment]
+        let isHTTP = schemeName == "http" || schemeName == "https"
+        if isHTTP && rest.first != 0x2F { rest = [0x2F] + rest }
+
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count)
+        out += scheme
+        out += Array("://".utf8)
+        out += userInfo
+        out += host.map(Self.lowercased)
+        if !port.isEmpty { out.append(UInt8(ascii: ":")); out += port }
+        out += rest
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static let defaultPorts = ["http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 21]
+
+    private static func isAlpha(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A }
+    private static func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+    private static func lowercased(_ b: UInt8) -> UInt8 { b >= 0x41 && b <= 0x5A ? b | 0x20 : b }
+
+    /// The start of a long URL, for error messages that stay one line.
+    static func excerpt(_ url: String) -> String {
+        url.utf8.count <= 200 ? url : String(url.prefix(200)) + "… (\(url.utf8.count) bytes)"
+    }
+}

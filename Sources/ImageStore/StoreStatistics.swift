@@ -1,0 +1,23 @@
+/// A store's size and activity, as returned by `ImageStore.statistics()`.
+public struct StoreStatistics: Sendable, Hashable, Codable {
+    /// Entries in the store (expired ones not yet removed included).
+    public var entryCount: Int
+    /// The sum of all entries' image sizes.
+    public var logicalBytes: Int
+    /// Disk space `data.mdb` occupies (allocated blocks).
+    public var fileBytes: Int
+    /// Bytes of LMDB pages in use (up to the last page written).
+    public var usedBytes: Int
+    /// The current LMDB map size.
+    public var mapSize: Int
+    /// The map size the store may grow to.
+    public var maxMapSize: Int
+    /// Successful puts by this process since it opened the store.
+    public var puts: Int
+    /// Gets that returned an image, by this process.
+    public var hits: Int
+    /// Gets that found nothing, by this process.
+    public var misses: Int
+    /// Reads refused because the bytes did not match their checksum, by this process.
+    public var corruptReads: Int
+}

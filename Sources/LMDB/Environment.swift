@@ -1,0 +1,244 @@
+import CLMDB
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
+
+/// An open LMDB environment: a directory holding `data.mdb` and `lock.mdb`.
+///
+/// Thread safety: `read` may be called from any thread at once (`MDB_NOTLS`). `write` must be
+/// called from one thread at a time and each call runs its transaction start to end on the
+/// calling thread, as LMDB's writer mutex requires; the store funnels all writes through one
+/// serial queue.
+///
+/// One environment per directory per process: `open` returns the instance already open for
+/// the same directory (matched by device and inode, not by spelling) while it is alive,
+/// because opening the same file twice in one process breaks LMDB's locks.
+package final class Environment: Sendable {
+    /// `MDB_env*`. LMDB allows concurrent use of the handle from many threads with `MDB_NOTLS`.
+    nonisolated(unsafe) let handle: OpaquePointer
+    /// The directory this environment was opened at.
+    package let path: String
+    package let options: EnvironmentOptions
+    let gate = ResizeGate()
+    /// The map size this process last set; guarded so a resize and a stats read agree.
+    private let currentMapSize: Mutex<Int>
+    private let identity: FileIdentity
+
+    private init(handle: OpaquePointer, path: String, options: EnvironmentOptions, identity: FileIdentity) {
+        self.handle = handle
+        self.path = path
+        self.options = options
+        self.identity = identity
+        var info = MDB_envinfo()
+        mdb_env_info(handle, &info)
+        self.currentMapSize = Mutex(Int(info.me_mapsize))
+    }
+
+    deinit {
+        // Closed under the registry lock so a concurrent `open` of the same directory
+        // cannot create its environment before this one has released LMDB's locks.
+        Environment.registry.withLock { open in
+            if open[identity]?.environment == nil { open[identity] = nil }
+            mdb_env_close(handle)
+        }
+    }
+
+    /// Opens (or returns the already open) environment at the directory `path`.
+    ///
+    /// Clears reader slots left by dead processes (`mdb_reader_check`).
+    /// - Throws: `LMDBError`: `ENOENT`/`ENOTDIR` for a bad path, `EACCES`, `.invalid` when
+    ///   `data.mdb` is not an LMDB file, `.versionMismatch`, `.corrupted`.
+    package static func open(path: String, options: EnvironmentOptions = .init()) throws(LMDBError) -> Environment {
+        guard let identity = FileIdentity(path: path) else { throw LMDBError(code: errno) }
+        return try registry.withLock { (open: inout [FileIdentity: WeakEnvironment]) throws(LMDBError) -> Environment in
+            if let existing = open[identity]?.environment { return existing }
+            let environment = try makeEnvironment(path: path, options: options, identity: identity)
+            open[identity] = WeakEnvironment(environment: environment)
+            return environment
+        }
+    }
+
+    private static func makeEnvironment(
+        path: String, options: EnvironmentOptions, identity: FileIdentity
+    ) throws(LMDBError) -> Environment {
+        var env: OpaquePointer?
+        try check(mdb_env_create(&env))
+        guard let env else { throw LMDBError(code: ENOMEM) }
+        do {
+            try check(mdb_env_set_maxreaders(env, options.maxReaders))
+            try check(mdb_env_set_maxdbs(env, options.maxDatabases))
+            try check(mdb_env_set_mapsize(env, options.initialMapSize))
+            try check(mdb_env_open(env, path, options.flags, mdb_mode_t(options.fileMode)))
+            var dead: Int32 = 0
+            try check(mdb_reader_check(env, &dead))
+        } catch {
+            mdb_env_close(env)
+            throw error
+        }
+        return Environment(handle: env, path: path, options: options, identity: identity)
+    }
+
+    // MARK: - Transactions
+
+    /// Runs `body` in a read-only transaction (a consistent snapshot) and ends it on return.
+    ///
+    /// Never waits for a writer. Bytes handed out by the transaction are valid only inside
+    /// `body`: copy them out before returning. Must not be nested inside another transaction
+    /// on the same thread.
+    package func read<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
+        while true {
+            do {
+                return try gate.shared { () throws -> R in
+                    let transaction = Transaction(handle: try beginTransaction(flags: UInt32(MDB_RDONLY)))
+                    return try body(transaction)
+                    // `transaction` aborts in deinit: for a read-only transaction that is the release.
+                }
+            } catch LMDBError.mapResized {
+                try adoptMapSize()
+            }
+        }
+    }
+
+    /// Runs `body` in a write transaction, committing on return and aborting on throw.
+    ///
+    /// When the map is full, the transaction is aborted, the map grows geometrically (up to
+    /// `options.maxMapSize`) while no transaction of this process is open, and `body` runs
+    /// again: it must have no effect outside the transaction. The whole call runs on the
+    /// calling thread.
+    /// - Throws: what `body` throws; `LMDBError.mapFull` once the map cannot grow further
+    ///   (the environment stays usable); `ENOSPC` and other I/O errors from the commit.
+    package func write<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
+        precondition(!options.readOnly, "write transaction on a read-only environment")
+        while true {
+            do {
+                return try gate.shared { () throws -> R in
+                    let transaction = Transaction(handle: try beginTransaction(flags: 0))
+                    let result = try body(transaction)
+                    try transaction.commit()
+                    return result
+                }
+            } catch LMDBError.mapFull {
+                try grow()
+            } catch LMDBError.mapResized {
+                try adoptMapSize()
+            }
+        }
+    }
+
+    /// Begins a transaction, adopting a larger map set by another process when LMDB says so.
+    private func beginTransaction(flags: UInt32) throws(LMDBError) -> OpaquePointer {
+        var txn: OpaquePointer?
+        try check(mdb_txn_begin(handle, nil, flags, &txn))
+        return txn!
+    }
+
+    // MARK: - Map size
+
+    /// The current map size of this process, in bytes.
+    package var mapSize: Int { currentMapSize.withLock { $0 } }
+
+    /// Doubles the map (capped at `maxMapSize`) while no transaction of this process is open.
+    /// - Throws: `LMDBError.mapFull` when the map is already at its maximum.
+    package func grow() throws(LMDBError) {
+        try gate.exclusive { () throws(LMDBError) in
+            let size = currentMapSize.withLock { $0 }
+            guard size < options.maxMapSize else { throw LMDBError.mapFull }
+            let target = min(options.maxMapSize, max(size * 2, size + (1 << 20)))
+            try check(mdb_env_set_mapsize(handle, target))
+            currentMapSize.withLock { $0 = target }
+        }
+    }
+
+    /// Adopts the map size another process set (after `MDB_MAP_RESIZED`).
+    package func adoptMapSize() throws(LMDBError) {
+        try gate.exclusive { () throws(LMDBError) in
+            try check(mdb_env_set_mapsize(handle, 0))
+            var info = MDB_envinfo()
+            try check(mdb_env_info(handle, &info))
+            currentMapSize.withLock { $0 = Int(info.me_mapsize) }
+        }
+    }
+
+    // MARK: - Databases and maintenance
+
+    /// Opens (creating when `create`) the named database in a write transaction of its own.
+    /// Call before concurrent use; the returned handle is valid for the environment's life.
+    package func openDatabase(named name: String, create: Bool = true) throws -> Database {
+        let open = { (transaction: borrowing Transaction) throws -> Database in
+            try transaction.openDatabase(named: name, create: create)
+        }
+        return options.readOnly ? try read(open) : try write(open)
+    }
+
+    /// Flushes the data buffers to disk (`mdb_env_sync`); with `force`, synchronously.
+    package func sync(force: Bool = true) throws(LMDBError) {
+        try check(mdb_env_sync(handle, force ? 1 : 0))
+    }
+
+    /// Page size and page counts (`mdb_env_stat` and `mdb_env_info`).
+    package func statistics() throws(LMDBError) -> EnvironmentStatistics {
+        var stat = MDB_stat()
+        var info = MDB_envinfo()
+        try check(mdb_env_stat(handle, &stat))
+        try check(mdb_env_info(handle, &info))
+        return EnvironmentStatistics(
+            pageSize: Int(stat.ms_psize), mapSize: Int(info.me_mapsize),
+            lastPageNumber: Int(info.me_last_pgno), maxReaders: Int(info.me_maxreaders),
+            readersInUse: Int(info.me_numreaders))
+    }
+
+    /// Clears reader slots of dead processes; returns how many were cleared.
+    @discardableResult
+    package func clearStaleReaders() throws(LMDBError) -> Int {
+        var dead: Int32 = 0
+        try check(mdb_reader_check(handle, &dead))
+        return Int(dead)
+    }
+
+    /// Copies the environment to the empty directory `path` (`mdb_env_copy2`), with
+    /// `compact`, omitting free pages. The copy is not fsynced: the caller does that.
+    package func copy(to path: String, compact: Bool) throws(LMDBError) {
+        try check(mdb_env_copy2(handle, path, compact ? UInt32(MDB_CP_COMPACT) : 0))
+    }
+
+    // MARK: - Registry
+
+    private static let registry = Mutex<[FileIdentity: WeakEnvironment]>([:])
+}
+
+/// Environment-wide numbers.
+package struct EnvironmentStatistics: Sendable, Hashable {
+    package var pageSize: Int
+    package var mapSize: Int
+    package var lastPageNumber: Int
+    package var maxReaders: Int
+    package var readersInUse: Int
+    /// Bytes the data file really uses: pages up to the last one in use.
+    package var usedBytes: Int { (lastPageNumber + 1) * pageSize }
+}
+
+/// A directory's identity, independent of how its path is spelled.
+package struct FileIdentity: Hashable, Sendable {
+    var device: UInt64
+    var inode: UInt64
+
+    /// The identity of the file or directory at `path`, or nil when it cannot be stat'ed.
+    package init?(path: String) {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        self.init(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+    }
+
+    init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
+}
+
+private struct WeakEnvironment: @unchecked Sendable {
+    // Only read and written under `Environment.registry`'s lock.
+    weak var environment: Environment?
+}

@@ -1,0 +1,41 @@
+/// How an `Environment` is opened. Every choice that trades safety for speed is explicit here.
+package struct EnvironmentOptions: Sendable, Hashable {
+    /// The map size to start with, in bytes. LMDB reserves address space, not disk, for it.
+    package var initialMapSize: Int = 64 << 20
+    /// The map never grows past this; a write that needs more fails with `MDB_MAP_FULL`.
+    package var maxMapSize: Int = 1 << 40
+    /// Reader-table slots: one per concurrently open read transaction in all processes,
+    /// so size it for the service's reader threads plus admin tools.
+    package var maxReaders: UInt32 = 510
+    /// Named databases the environment may hold.
+    package var maxDatabases: UInt32 = 16
+    /// `MDB_WRITEMAP`: faster bulk writes, but on a sparse file a full disk becomes
+    /// `SIGBUS` instead of `ENOSPC`. Only enable it with the data file's blocks allocated ahead.
+    package var writeMap = false
+    /// `MDB_NOMETASYNC`: skip the meta-page fsync on commit; the caller then owns durability
+    /// through `Environment.sync(force:)` (the write-ahead log does).
+    package var noMetaSync = false
+    /// `MDB_RDONLY`: open for reading only (admin tools inspecting a live store).
+    package var readOnly = false
+    /// Permissions of files LMDB creates.
+    package var fileMode: UInt32 = 0o644
+
+    package init() {}
+
+    /// The `mdb_env_open` flags. `MDB_NOTLS` always (read transactions are not tied to a
+    /// thread, so a pool of threads can share reader slots), `MDB_NOSYNC` never: without
+    /// it a system crash can corrupt the file.
+    var flags: UInt32 {
+        var flags = UInt32(MDB_NOTLS_FLAG)
+        if writeMap { flags |= UInt32(MDB_WRITEMAP_FLAG) }
+        if noMetaSync { flags |= UInt32(MDB_NOMETASYNC_FLAG) }
+        if readOnly { flags |= UInt32(MDB_RDONLY_FLAG) }
+        return flags
+    }
+}
+
+import CLMDB
+let MDB_NOTLS_FLAG = MDB_NOTLS
+let MDB_WRITEMAP_FLAG = MDB_WRITEMAP
+let MDB_NOMETASYNC_FLAG = MDB_NOMETASYNC
+let MDB_RDONLY_FLAG = MDB_RDONLY

@@ -1,2 +1,0 @@
-import CLMDB
-func _probe() { var e: OpaquePointer?; _ = mdb_env_create(&e) }
