@@ -1,0 +1,27 @@
+import Foundation
+import ImageStore
+
+/// `put URL FILE`: stores a file's bytes as the image for a URL.
+enum PutCommand: AdminCommand {
+    static let spec = CommandSpec(
+        name: "put", summary: "Validate FILE and store it as the image for URL (replacing any entry).",
+        arguments: "URL FILE", positional: 2...2)
+
+    static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
+        let (url, file) = (arguments.positionals[0], arguments.positionals[1])
+        let data = try readFile(file)
+        let store = try context.openStore()
+        let info = try CommandFailure.mapping { () throws(ImageStoreError) in try store.put(data, for: url) }
+        context.print("stored \(info.url) (\(info.byteCount) bytes, \(Describe.image(info.image)))")
+    }
+
+    /// The bytes of `path`, or a failure with status 74 naming the file and the reason.
+    static func readFile(_ path: String) throws(CommandFailure) -> Data {
+        do { return try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+            var isDirectory: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+            let reason = !exists ? "no such file" : isDirectory.boolValue ? "it is a directory" : "permission denied"
+            throw CommandFailure(code: .ioError, message: "cannot read \(path): \(reason)")
+        }
+    }
+}
