@@ -42,11 +42,14 @@ let package = Package(
 
         // MARK: - Tests
         .target(name: "ImageStoreTestSupport", dependencies: ["ImageStore"], path: "Tests/ImageStoreTestSupport"),
-        .testTarget(name: "LMDBTests", dependencies: ["LMDB", "ImageStoreTestSupport"]),
+        .executableTarget(
+            name: "imgstore-test-child", dependencies: ["LMDB", "ImageStore"], path: "Tests/imgstore-test-child"),
+        .testTarget(name: "LMDBTests", dependencies: ["LMDB", "ImageStoreTestSupport", "imgstore-test-child"]),
         .testTarget(name: "ImageValidationTests", dependencies: ["ImageValidation"]),
         .testTarget(name: "MemoryCacheTests", dependencies: ["MemoryCache"]),
-        .testTarget(name: "ImageStoreTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB"]),
-        .testTarget(name: "ImgstoreAdminTests", dependencies: ["ImageStoreTestSupport"]),
+        .testTarget(
+            name: "ImageStoreTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB", "imgstore-test-child"]),
+        .testTarget(name: "ImgstoreAdminTests", dependencies: ["ImageStoreTestSupport", "imgstore-admin"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   pkg-config
   liblmdb-dev          # CLMDB: the durable tier
+  lmdb-utils           # mdb_load/mdb_stat: a second process that grows the map, in tests
   libxxhash-dev        # CXXHash: XXH3 checksums of blobs
   zlib1g-dev           # CZlib: CRC-32 for the PNG validator
   libspng-dev          # CSpng: deep PNG decode (returns error codes, no longjmp)

@@ -204,6 +204,27 @@ package final class Environment: Sendable {
         try check(mdb_env_copy2(handle, path, compact ? UInt32(MDB_CP_COMPACT) : 0))
     }
 
+    /// The flags the environment was actually opened with (`mdb_env_get_flags`).
+    package var flags: UInt32 {
+        var flags: UInt32 = 0
+        mdb_env_get_flags(handle, &flags)
+        return flags
+    }
+
+    /// Reader slots in use by live or dead processes (`mdb_reader_list` lines, header excluded).
+    package func readerTable() -> [String] {
+        final class Lines { var lines: [String] = [] }
+        let lines = Lines()
+        withExtendedLifetime(lines) {
+            _ = mdb_reader_list(handle, { message, context in
+                let lines = Unmanaged<Lines>.fromOpaque(context!).takeUnretainedValue()
+                lines.lines.append(String(cString: message!))
+                return 0
+            }, Unmanaged.passUnretained(lines).toOpaque())
+        }
+        return lines.lines.filter { !$0.contains("pid") && !$0.contains("(no active readers)") }
+    }
+
     // MARK: - Registry
 
     private static let registry = Mutex<[FileIdentity: WeakEnvironment]>([:])

@@ -1,0 +1,86 @@
+import Foundation
+import Synchronization
+
+/// What a finished process left behind.
+public struct ProcessResult: Sendable {
+    public var status: Int32
+    public var standardOutput: Data
+    public var standardError: String
+    public var output: String { String(decoding: standardOutput, as: UTF8.self) }
+}
+
+/// Runs the project's built executables and other programs as real processes.
+public enum ChildProcess {
+    /// The directory holding the built products (the test bundle's own directory).
+    public static var productsDirectory: String {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]
+        var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
+        // The test runner may live inside a `.xctest` bundle directory.
+        while directory.pathExtension == "xctest" || directory.lastPathComponent == "Contents" || directory.lastPathComponent == "MacOS" {
+            directory.deleteLastPathComponent()
+        }
+        return directory.path
+    }
+
+    /// The path of a built executable product such as `imgstore-admin`.
+    public static func product(_ name: String) -> String { productsDirectory + "/" + name }
+
+    /// Runs `executable` with `arguments` to completion, feeding `input` on stdin.
+    @discardableResult
+    public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+                           input: Data? = nil, currentDirectory: String? = nil) throws -> ProcessResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
+        let stdout = Pipe(), stderr = Pipe(), stdin = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        process.standardInput = stdin
+        try process.run()
+        if let input { stdin.fileHandleForWriting.write(input) }
+        try stdin.fileHandleForWriting.close()
+        // Read both pipes to the end before waiting, so a chatty child cannot block on a full pipe.
+        let errorData = Mutex(Data())
+        let group = DispatchGroup()
+        group.enter()
+        DispatchQueue.global().async {
+            let data = stderr.fileHandleForReading.readDataToEndOfFile()
+            errorData.withLock { $0 = data }
+            group.leave()
+        }
+        let outputData = stdout.fileHandleForReading.readDataToEndOfFile()
+        group.wait()
+        process.waitUntilExit()
+        return ProcessResult(status: process.terminationStatus, standardOutput: outputData,
+                             standardError: String(decoding: errorData.withLock { $0 }, as: UTF8.self))
+    }
+
+    /// Starts `executable` and returns once it has printed `readyLine` on stdout; the caller
+    /// kills it. Fails if it exits first.
+    public static func start(_ executable: String, _ arguments: [String], readyLine: String = "ready") throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        try process.run()
+        var seen = Data()
+        while !String(decoding: seen, as: UTF8.self).contains(readyLine) {
+            let chunk = stdout.fileHandleForReading.availableData
+            if chunk.isEmpty { throw ChildError.exitedBeforeReady(String(decoding: seen, as: UTF8.self)) }
+            seen.append(chunk)
+        }
+        return process
+    }
+
+    /// Sends SIGKILL and waits for the process to be gone.
+    public static func kill(_ process: Process) {
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    public enum ChildError: Error { case exitedBeforeReady(String) }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import ImageStore
+import ImageStoreTestSupport
+import Synchronization
+import Testing
+
+@Suite struct MapGrowthTests {
+    @Test func theMapGrowsFromTinyToWellPastItWhileReadersKeepReading() throws {
+        let initial = 256 << 10
+        try withTemporaryStore(makeConfiguration(initialMapSize: initial, maxMapSize: 1 << 30)) { store in
+            let anchor = Data((0..<10_000).map { UInt8($0 % 251) })
+            try store.put(anchor, for: "https://x.test/anchor")
+            let stop = Atomic<Bool>(false)
+            let reads = Atomic<Int>(0)
+            let failures = Atomic<Int>(0)
+            let group = DispatchGroup()
+            for _ in 0..<4 {
+                DispatchQueue.global().async(group: group) {
+                    while !stop.load(ordering: .relaxed) {
+                        let ok = (try? store.get("https://x.test/anchor"))??.data == anchor
+                        if !ok { failures.add(1, ordering: .relaxed) }
+                        reads.add(1, ordering: .relaxed)
+                    }
+                }
+            }
+            var random = SeededGenerator(seed: 42)
+            for n in 0..<60 { try store.put(random.bytes(256 << 10), for: "https://x.test/big/\(n)") }
+            stop.store(true, ordering: .relaxed)
+            group.wait()
+            let stats = try store.statistics()
+            #expect(stats.mapSize >= 16 * initial, "grew from \(initial) to \(stats.mapSize)")
+            #expect(stats.entryCount == 61)
+            #expect(failures.load(ordering: .relaxed) == 0)
+            #expect(reads.load(ordering: .relaxed) > 0)
+        }
+    }
+
+    @Test func pastTheMaximumAPutFailsWithStoreFullAndTheStoreStaysUsable() throws {
+        let maxMapSize = 2 << 20
+        try withTemporaryStore(makeConfiguration(initialMapSize: 256 << 10, maxMapSize: maxMapSize)) { store in
+            var random = SeededGenerator(seed: 7)
+            var stored: [Int: Data] = [:]
+            var full = false
+            for n in 0..<100 {
+                let blob = random.bytes(100 << 10)
+                do {
+                    try store.put(blob, for: "https://x.test/\(n)")
+                    stored[n] = blob
+                } catch let error as ImageStoreError {
+                    #expect(error == .storeFull(path: store.path, limit: maxMapSize))
+                    #expect(error.description.contains("full"))
+                    full = true
+                    #expect(try store.get("https://x.test/\(n)") == nil, "the failed put left nothing behind")
+                    break
+                }
+            }
+            #expect(full, "the store filled up")
+            #expect(stored.count > 5)
+            for (n, blob) in stored { #expect(try store.get("https://x.test/\(n)")?.data == blob) }
+            #expect(try store.remove("https://x.test/0"))
+            try store.put(Data([1, 2, 3]), for: "https://x.test/small-after-full")
+            #expect(try store.get("https://x.test/small-after-full")?.data == Data([1, 2, 3]))
+        }
+    }
+}
