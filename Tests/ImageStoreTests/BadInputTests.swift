@@ -89,7 +89,7 @@ import Testing
     @Test func aStorePathThatIsAFile() throws {
         try withTemporaryDirectory { directory in
             let file = directory + "/file"
-            FileManager.default.createFile(atPath: file, contents: Data([1]))
+            _ = FileManager.default.createFile(atPath: file, contents: Data([1]))
             #expect(throws: ImageStoreError.notADirectory(path: file)) { try ImageStore(path: file) }
         }
     }
@@ -103,7 +103,7 @@ import Testing
 
     @Test func aDirectoryHoldingSomethingElse() throws {
         try withTemporaryDirectory { directory in
-            FileManager.default.createFile(atPath: directory + "/notes.txt", contents: Data("hi".utf8))
+            _ = FileManager.default.createFile(atPath: directory + "/notes.txt", contents: Data("hi".utf8))
             #expect(throws: ImageStoreError.notAStore(path: directory, found: "a file named notes.txt")) {
                 try ImageStore(path: directory)
             }
@@ -113,7 +113,7 @@ import Testing
 
     @Test func aCorruptDataFile() throws {
         try withTemporaryDirectory { directory in
-            FileManager.default.createFile(atPath: directory + "/data.mdb", contents: Data(repeating: 0x5A, count: 16384))
+            _ = FileManager.default.createFile(atPath: directory + "/data.mdb", contents: Data(repeating: 0x5A, count: 16384))
             #expect { try ImageStore(path: directory) } throws: { error in
                 if case .corruptStore = error as? ImageStoreError { true } else { false }
             }

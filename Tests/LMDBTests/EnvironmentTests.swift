@@ -1,0 +1,184 @@
+import CLMDB
+import Foundation
+import ImageStoreTestSupport
+@testable import LMDB
+import Synchronization
+import Testing
+
+@Suite struct EnvironmentTests {
+    private func open(_ directory: String, initial: Int = 1 << 20, max: Int = 1 << 30) throws -> Environment {
+        var options = EnvironmentOptions()
+        options.initialMapSize = initial
+        options.maxMapSize = max
+        return try Environment.open(path: directory, options: options)
+    }
+
+    // MARK: - Errors
+
+    @Test func errorsCarryTheCodeAndLMDBsText() {
+        #expect(LMDBError.mapFull.code == MDB_MAP_FULL)
+        #expect(LMDBError.mapFull.description.contains("MDB_MAP_FULL"))
+        #expect(LMDBError.noSpace.description.contains("No space left on device"))
+        #expect(throws: LMDBError.notFound) { try check(MDB_NOTFOUND) }
+        #expect(throws: Never.self) { try check(MDB_SUCCESS) }
+    }
+
+    @Test func openingAMissingDirectoryThrowsENOENT() {
+        #expect(throws: LMDBError(code: ENOENT)) { try Environment.open(path: "/nonexistent/imgstore/dir") }
+    }
+
+    // MARK: - Flags
+
+    @Test func opensWithNOTLSAndNeverNOSYNC() throws {
+        try withTemporaryDirectory { directory throws in
+            let environment = try open(directory)
+            #expect(environment.flags & UInt32(MDB_NOTLS) != 0)
+            #expect(environment.flags & UInt32(MDB_NOSYNC) == 0)
+            #expect(environment.flags & UInt32(MDB_WRITEMAP) == 0, "WRITEMAP is opt-in")
+        }
+    }
+
+    @Test func nestedReadTransactionsOnOneThreadNeedNOTLS() throws {
+        // Without MDB_NOTLS a thread owns one reader slot and a second read transaction on the
+        // same thread fails with MDB_BAD_RSLOT.
+        try withTemporaryDirectory { directory throws in
+            let environment = try open(directory)
+            let db = try environment.openDatabase(named: "t")
+            try environment.write { txn throws in try txn.put(db, key: [1], value: [2]) }
+            let value = try environment.read { outer in
+                try environment.read { inner in
+                    Array(try #require(try inner.get(db, key: [1])))
+                } + Array(try #require(try outer.get(db, key: [1])))
+            }
+            #expect(value == [2, 2])
+        }
+    }
+
+    // MARK: - Transactions
+
+    @Test func aThrowingWriteIsRolledBackAndAReturningOneCommits() throws {
+        struct Abandon: Error {}
+        try withTemporaryDirectory { directory throws in
+            let environment = try open(directory)
+            let db = try environment.openDatabase(named: "t")
+            #expect(throws: Abandon.self) {
+                try environment.write { txn throws in
+                    try txn.put(db, key: [1], value: [1])
+                    throw Abandon()
+                }
+            }
+            try environment.write { txn throws in try txn.put(db, key: [2], value: [2]) }
+            try environment.read { txn throws in
+                #expect(try txn.get(db, key: [1]) == nil)
+                #expect(try txn.get(db, key: [2]).map(Array.init) == [2])
+            }
+        }
+    }
+
+    // MARK: - One environment per directory
+
+    @Test func aSecondOpenOfTheSameDirectoryReturnsTheSameEnvironment() throws {
+        try withTemporaryDirectory { directory throws in
+            let first = try open(directory)
+            let second = try open(directory + "/.")
+            #expect(first === second)
+        }
+    }
+
+    // MARK: - Map size
+
+    @Test func aFullMapGrowsAndTheWriteIsRedone() throws {
+        try withTemporaryDirectory { directory throws in
+            let environment = try open(directory, initial: 64 << 10, max: 64 << 20)
+            let db = try environment.openDatabase(named: "t")
+            let runs = Atomic<Int>(0)
+            try environment.write { txn throws in
+                runs.add(1, ordering: .relaxed)
+                for n in 0..<20 { try txn.put(db, key: [UInt8(n)], value: [UInt8](repeating: 1, count: 100_000)) }
+            }
+            #expect(runs.load(ordering: .relaxed) > 1, "the write ran again after growing")
+            #expect(environment.mapSize > 64 << 10)
+            try environment.read { txn throws in #expect(try txn.statistics(db).entries == 20) }
+        }
+    }
+
+    @Test func pastTheMaximumTheWriteFailsWithMapFullAndTheEnvironmentStaysUsable() throws {
+        try withTemporaryDirectory { directory throws in
+            let environment = try open(directory, initial: 64 << 10, max: 256 << 10)
+            let db = try environment.openDatabase(named: "t")
+            #expect(throws: LMDBError.mapFull) {
+                try environment.write { txn throws in try txn.put(db, key: [1], value: [UInt8](repeating: 1, count: 1 << 20)) }
+            }
+            try environment.write { txn throws in try txn.put(db, key: [2], value: [3]) }
+            try environment.read { txn throws in #expect(try txn.get(db, key: [2]).map(Array.init) == [3]) }
+        }
+    }
+
+    @Test func aMapGrownByAnotherProcessIsAdopted() throws {
+        try withTemporaryDirectory { directory throws in
+            let environment = try open(directory, initial: 1 << 20, max: 1 << 20)
+            let db = try environment.openDatabase(named: "t")
+            try environment.write { txn throws in try txn.put(db, key: [1], value: [1]) }
+
+            // mdb_load, as a second process, grows the map to 64 MiB and fills part of it.
+            let value = String(repeating: "ab", count: 500_000)
+            var dump = "VERSION=3\nformat=bytevalue\ntype=btree\nmapsize=67108864\nHEADER=END\n"
+            for n in 0..<8 { dump += " " + String(format: "%02x", n) + "\n " + value + "\n" }
+            dump += "DATA=END\n"
+            let dumpFile = directory + "/../" + UUID().uuidString + ".dump"
+            try dump.write(toFile: dumpFile, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(atPath: dumpFile) }
+            let load = try ChildProcess.run("/usr/bin/mdb_load", ["-s", "other", "-f", dumpFile, directory])
+            #expect(load.status == 0, "\(load.standardError)")
+
+            try environment.write { txn throws in try txn.put(db, key: [2], value: [2]) }
+            #expect(environment.mapSize == 64 << 20)
+            try environment.read { txn throws in #expect(try txn.statistics(db).entries == 2) }
+        }
+    }
+
+    // MARK: - Readers
+
+    @Test func readerSlotsOfKilledProcessesAreClearedOnOpen() throws {
+        try withTemporaryDirectory { directory throws in
+            do { _ = try open(directory) }
+            // A live process keeps the lock file open, so LMDB does not simply reset the reader
+            // table on the next open: only `mdb_reader_check` clears the dead process's slot.
+            let survivor = try ChildProcess.start(ChildProcess.product("imgstore-test-child"), ["hold-reader", directory])
+            defer { ChildProcess.kill(survivor) }
+            let victim = try ChildProcess.start(ChildProcess.product("imgstore-test-child"), ["hold-reader", directory])
+            ChildProcess.kill(victim)
+            let environment = try open(directory)
+            let readers = environment.readerTable()
+            #expect(readers.count == 1, "slots: \(readers)")
+            #expect(readers.contains { $0.contains(" \(survivor.processIdentifier) ") })
+            #expect(!readers.contains { $0.contains(" \(victim.processIdentifier) ") }, "the dead process's slot was cleared")
+        }
+    }
+
+    @Test func readersKeepReadingWhileTheMapGrows() throws {
+        try withTemporaryDirectory { directory throws in
+            let environment = try open(directory, initial: 64 << 10, max: 1 << 30)
+            let db = try environment.openDatabase(named: "t")
+            try environment.write { txn throws in try txn.put(db, key: [0], value: [UInt8](repeating: 9, count: 5000)) }
+            let stop = Atomic<Bool>(false)
+            let bad = Atomic<Int>(0)
+            let group = DispatchGroup()
+            for _ in 0..<3 {
+                DispatchQueue.global().async(group: group) {
+                    while !stop.load(ordering: .relaxed) {
+                        let ok = (try? environment.read { txn throws in try txn.get(db, key: [0]).map(Array.init) }) == [UInt8](repeating: 9, count: 5000)
+                        if !ok { bad.add(1, ordering: .relaxed) }
+                    }
+                }
+            }
+            for n in 1...40 {
+                try environment.write { txn throws in try txn.put(db, key: [UInt8(n)], value: [UInt8](repeating: 1, count: 200_000)) }
+            }
+            stop.store(true, ordering: .relaxed)
+            group.wait()
+            #expect(bad.load(ordering: .relaxed) == 0)
+            #expect(environment.mapSize >= 8 << 20)
+        }
+    }
+}
