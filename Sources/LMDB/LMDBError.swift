@@ -48,6 +48,8 @@ package struct LMDBError: Error, Hashable, Sendable, CustomStringConvertible {
     package static let badValueSize = LMDBError(code: MDB_BAD_VALSIZE)
     /// `ENOSPC`: the file system is full.
     package static let noSpace = LMDBError(code: ENOSPC_CODE)
+    /// `EIO`: an I/O error, which LMDB also returns for a write cut short by a full disk.
+    package static let ioError = LMDBError(code: EIO_CODE)
     /// `EACCES`: permission denied.
     package static let accessDenied = LMDBError(code: EACCES_CODE)
 
@@ -61,10 +63,12 @@ package struct LMDBError: Error, Hashable, Sendable, CustomStringConvertible {
 import Glibc
 private let ENOSPC_CODE = Int32(Glibc.ENOSPC)
 private let EACCES_CODE = Int32(Glibc.EACCES)
+private let EIO_CODE = Int32(Glibc.EIO)
 #else
 import Darwin
 private let ENOSPC_CODE = Int32(Darwin.ENOSPC)
 private let EACCES_CODE = Int32(Darwin.EACCES)
+private let EIO_CODE = Int32(Darwin.EIO)
 #endif
 
 /// The one place return codes of `mdb_*` calls are compared: every call goes through it.

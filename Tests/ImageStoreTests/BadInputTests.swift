@@ -52,9 +52,9 @@ import Testing
 
     @Test func dataOverMaxEntryBytes() throws {
         var configuration = makeConfiguration()
-        configuration.maxEntryBytes = 4096
-        try expectRejected({ $0 == .entryTooLarge(byteCount: 4097, limit: 4096) }, configuration: configuration) { store throws(ImageStoreError) in
-            try store.put(Data(count: 4097), for: "https://x.test/big")
+        configuration.maxEntryBytes = 10000
+        try expectRejected({ $0 == .entryTooLarge(byteCount: 10001, limit: 10000) }, configuration: configuration) { store throws(ImageStoreError) in
+            try store.put(Data(count: 10001), for: "https://x.test/big")
         }
     }
 

@@ -129,7 +129,7 @@ final class DurableTier: Sendable {
 
     /// Stores `data` under `record.cacheKey`, replacing any previous entry for it.
     func put(_ record: EntryRecord, data: Data) throws(ImageStoreError) {
-        try writing("storing an entry") { txn in
+        try writing("storing an entry", bytes: data.count) { txn in
             let existing = try locate(record.cacheKey, in: txn)
             let key = try existing?.key ?? freeSlot(for: record.cacheKey, in: txn)
             try key.withUnsafeBytes { key in
@@ -226,8 +226,22 @@ final class DurableTier: Sendable {
         }
     }
 
-    private func writing<R>(_ operation: String, _ body: (borrowing Transaction) throws -> R) throws(ImageStoreError) -> R {
-        do { return try writer.sync { try environment.write(body) } } catch {
+    /// Runs `body` in a write transaction on the writer queue.
+    ///
+    /// LMDB reports a write cut short by a full disk as `EIO`, not `ENOSPC` (a short `pwrite`
+    /// in `mdb_page_flush`), so an I/O error while the file system has less room left than
+    /// the write needed (`bytes` plus slack for pages and metadata) is reported as a full disk.
+    private func writing<R>(_ operation: String, bytes: Int = 0, _ body: (borrowing Transaction) throws -> R) throws(ImageStoreError) -> R {
+        do {
+            return try writer.sync {
+                try environment.write { txn in
+                    dispatchPrecondition(condition: .onQueue(writer))
+                    return try body(txn)
+                }
+            }
+        } catch LMDBError.ioError where FileSystem.availableBytes(at: path).map({ $0 < bytes + (1 << 20) }) ?? false {
+            throw .diskFull(path: path)
+        } catch {
             throw .from(error, path: path, operation: operation, maxMapSize: maxMapSize)
         }
     }
