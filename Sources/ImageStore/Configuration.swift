@@ -29,6 +29,24 @@ extension ImageStore {
         /// a `SIGBUS` instead of an error; off by default.
         public var writeMap = false
 
+        /// When puts and removes are acknowledged, unless a call says otherwise. Default `.sync`:
+        /// on stable storage. See `Durability` for what each mode survives.
+        public var durability: Durability = .sync
+        /// Open without taking the writer lock, for tools that inspect a store a service is
+        /// writing: reads see what the writer has applied to LMDB; writes throw `readOnly`.
+        public var readOnly = false
+        /// On opening, skip damage in the middle of the write-ahead log instead of refusing to
+        /// open (`walCorrupt`); what was skipped is listed in `recoveryReport.salvaged`.
+        public var salvageDamagedLog = false
+        /// Size of a write-ahead-log segment; a checkpoint can retire a segment once the next
+        /// one starts. Default 64 MiB.
+        public var logSegmentBytes: Int = 64 << 20
+        /// Memory that written-but-not-yet-applied puts may hold before writers wait for the
+        /// applier (back-pressure). Default 256 MiB.
+        public var maxUnappliedBytes: Int = 256 << 20
+
+        /// Replaces the log's file layer, so tests can inject faults. Not public API.
+        package var logFileSystem: any LogFileSystem = PosixLogFileSystem()
         /// Replaces the URL hash, so tests can force collisions. Not public API.
         package var keyHasher: @Sendable (String) -> [UInt8] = Checksum.key
 

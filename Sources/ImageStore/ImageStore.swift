@@ -24,24 +24,37 @@ public final class ImageStore: Sendable {
     public let path: String
     public let configuration: Configuration
     let tier: DurableTier
+    /// The log and its applier; nil when the store is open read-only.
+    let writes: WritePath?
     private let normalizer: URLNormalizer
     private let validator = ImageValidator()
     let counters = StoreCounters()
     private let isClosed = Atomic<Bool>(false)
     private let identity: FileIdentity
 
-    /// Opens the store at `path`, creating the directory and an empty store when missing.
+    /// Opens the store at `path`, creating the directory and an empty store when missing, and
+    /// recovers its write-ahead log (see `recoveryReport`).
     /// - Throws: `notADirectory`, `notWritable`, `notAStore` (the directory holds other
-    ///   files), `newerFormat`, `corruptStore`, `alreadyOpen`.
+    ///   files), `newerFormat`, `corruptStore`, `alreadyOpen`, `writerLocked` (another process
+    ///   writes to it; open with `readOnly`), `walCorrupt`.
     public init(path: String, configuration: Configuration = .init()) throws(ImageStoreError) {
         precondition(configuration.maxEntryBytes > 0 && configuration.maxURLBytes > 0, "limits must be positive")
-        try StoreDirectory.prepare(path)
+        if configuration.readOnly {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                throw .notAStore(path: path, found: "nothing: the directory does not exist")
+            }
+            guard isDirectory.boolValue else { throw .notADirectory(path: path) }
+        } else {
+            try StoreDirectory.prepare(path)
+        }
         guard let identity = FileIdentity(path: path) else {
             throw .notWritable(path: path, reason: String(cString: strerror(errno)))
         }
         guard Self.openStores.withLock({ $0.insert(identity).inserted }) else { throw .alreadyOpen(path: path) }
         do {
             tier = try DurableTier.open(path: path, configuration: configuration)
+            writes = configuration.readOnly ? nil : try WritePath(tier: tier, configuration: configuration)
         } catch {
             _ = Self.openStores.withLock { $0.remove(identity) }
             throw error
@@ -54,25 +67,40 @@ public final class ImageStore: Sendable {
 
     deinit { close() }
 
-    /// Closes the store: later calls throw `closed`. Waits for writes in progress. Idempotent.
+    /// Closes the store: applies and checkpoints the log, releases the writer lock; later calls
+    /// throw `closed`. Waits for writes in progress. Idempotent.
     public func close() {
         guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        writes?.close()
         tier.drainWrites()
         _ = Self.openStores.withLock { $0.remove(identity) }
+    }
+
+    /// What recovering the write-ahead log found when the store opened (empty when read-only).
+    public var recoveryReport: RecoveryReport { writes?.recoveryReport ?? RecoveryReport() }
+
+    /// Applies everything logged to LMDB, syncs it, and retires the log segments it covers.
+    /// Runs on its own on a size policy and on close; call it to force one.
+    public func checkpoint() throws(ImageStoreError) {
+        try checkOpen()
+        try writePath().checkpoint()
     }
 
     // MARK: - Writing
 
     /// Validates and stores `data` as the image for `url`, replacing any previous entry.
     ///
-    /// Returns after the entry is committed to LMDB (durable: LMDB syncs on commit).
+    /// Returns once the write-ahead log holds the entry as durably as `durability` asks
+    /// (default: the configuration's, `.sync`: on stable storage). Reads see it at once.
     /// - Parameter ttl: seconds until the entry expires; nil for never.
     /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `emptyData`, `entryTooLarge`,
-    ///   `invalidImage` (all before anything is written); `storeFull`, `diskFull`, `storage`
-    ///   (the transaction is rolled back); `closed`.
+    ///   `invalidImage` (all before anything is written); `storeFull` (it would not fit),
+    ///   `diskFull`, `logFailed` (nothing acknowledged); `readOnly`; `closed`.
     @discardableResult
-    public func put(_ data: Data, for url: String, ttl: TimeInterval? = nil) throws(ImageStoreError) -> EntryInfo {
+    public func put(_ data: Data, for url: String, ttl: TimeInterval? = nil,
+                    durability: Durability? = nil) throws(ImageStoreError) -> EntryInfo {
         try checkOpen()
+        let writes = try writePath()
         let (normalized, cacheKey) = try keys(for: url)
         guard !data.isEmpty else { throw .emptyData }
         guard data.count <= configuration.maxEntryBytes else {
@@ -84,7 +112,7 @@ public final class ImageStore: Sendable {
             url: normalized, cacheKey: cacheKey, byteCount: data.count,
             checksum: data.withUnsafeBytes(Checksum.blob), createdAt: now,
             expiresAt: ttl.map { now + Int64(($0 * 1000).rounded()) }, lastAccess: now, facts: facts)
-        try tier.put(record, data: data)
+        try writes.append(.put(record, data), durability: durability ?? configuration.durability)
         counters.puts.add(1, ordering: .relaxed)
         return Self.info(record)
     }
@@ -92,15 +120,19 @@ public final class ImageStore: Sendable {
     /// Removes the entry for `url`; returns whether there was one.
     /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `storage`, `closed`.
     @discardableResult
-    public func remove(_ url: String) throws(ImageStoreError) -> Bool {
+    public func remove(_ url: String, durability: Durability? = nil) throws(ImageStoreError) -> Bool {
         try checkOpen()
-        return try tier.remove(cacheKey: keys(for: url).cacheKey)
+        let writes = try writePath()
+        let cacheKey = try keys(for: url).cacheKey
+        guard try record(cacheKey: cacheKey) != nil else { return false }
+        try writes.append(.delete(cacheKey: cacheKey), durability: durability ?? configuration.durability)
+        return true
     }
 
     /// Removes every entry, atomically.
-    public func removeAll() throws(ImageStoreError) {
+    public func removeAll(durability: Durability? = nil) throws(ImageStoreError) {
         try checkOpen()
-        try tier.removeAll()
+        try writePath().append(.deleteAll, durability: durability ?? configuration.durability)
     }
 
     // MARK: - Reading
@@ -115,7 +147,11 @@ public final class ImageStore: Sendable {
         let cacheKey = try keys(for: url).cacheKey
         let found: (EntryRecord, Data)?
         do {
-            found = try tier.get(cacheKey: cacheKey)
+            switch writes?.index.lookup(cacheKey) ?? .unknown {
+            case let .put(record, data): found = (record, data)
+            case .deleted: found = nil
+            case .unknown: found = try tier.get(cacheKey: cacheKey)
+            }
         } catch {
             if case .checksumMismatch = error { counters.corruptReads.add(1, ordering: .relaxed) }
             throw error
@@ -131,7 +167,7 @@ public final class ImageStore: Sendable {
     /// The metadata of the entry for `url` without reading its bytes, or nil.
     public func info(for url: String) throws(ImageStoreError) -> EntryInfo? {
         try checkOpen()
-        guard let record = try tier.record(cacheKey: keys(for: url).cacheKey), !isExpired(record) else { return nil }
+        guard let record = try record(cacheKey: keys(for: url).cacheKey), !isExpired(record) else { return nil }
         return Self.info(record)
     }
 
@@ -144,6 +180,7 @@ public final class ImageStore: Sendable {
     /// one consistent snapshot. The snapshot holds an LMDB reader slot while `body` runs.
     public func forEachEntry(_ body: (EntryInfo) throws -> Void) throws {
         try checkOpen()
+        try writes?.settle()
         try tier.forEachRecord { record in
             try body(Self.info(record))
             return true
@@ -162,6 +199,7 @@ public final class ImageStore: Sendable {
     /// Counts and sizes from one snapshot, plus this process's counters.
     public func statistics() throws(ImageStoreError) -> StoreStatistics {
         try checkOpen()
+        try writes?.settle()
         let (entryCount, logicalBytes) = try tier.counts()
         let environment: EnvironmentStatistics
         do { environment = try tier.environment.statistics() } catch {
@@ -178,6 +216,20 @@ public final class ImageStore: Sendable {
     }
 
     // MARK: - Helpers
+
+    /// The newest record for `cacheKey`: the log's when it has one, else LMDB's.
+    private func record(cacheKey: String) throws(ImageStoreError) -> EntryRecord? {
+        switch writes?.index.lookup(cacheKey) ?? .unknown {
+        case let .put(record, _): record
+        case .deleted: nil
+        case .unknown: try tier.record(cacheKey: cacheKey)
+        }
+    }
+
+    private func writePath() throws(ImageStoreError) -> WritePath {
+        guard let writes else { throw .readOnly(path: path) }
+        return writes
+    }
 
     /// The normalised URL and the cache key derived from it.
     func keys(for url: String) throws(ImageStoreError) -> (url: String, cacheKey: String) {

@@ -47,6 +47,17 @@ public enum ImageStoreError: Error, Sendable, Hashable, CustomStringConvertible 
     /// An I/O or storage-engine error; `detail` names the operation and the system's message.
     case storage(path: String, detail: String)
 
+    // MARK: Write-ahead log
+    /// The log has damage followed by valid records: data in the middle was lost. Opening
+    /// with `Configuration.salvageDamagedLog` skips the damage and reports it.
+    case walCorrupt(path: String, detail: String)
+    /// A log write or sync failed earlier; the store refuses writes until reopened (reads work).
+    case logFailed(path: String, detail: String)
+    /// Another process holds the store open for writing.
+    case writerLocked(path: String, holder: String)
+    /// The store was opened read-only.
+    case readOnly(path: String)
+
     public var description: String {
         switch self {
         case .emptyURL:
@@ -83,11 +94,26 @@ public enum ImageStoreError: Error, Sendable, Hashable, CustomStringConvertible 
             "The store at \(path) is closed."
         case let .storage(path, detail):
             "Storage error in \(path): \(detail)."
+        case let .walCorrupt(path, detail):
+            "The write-ahead log of the store at \(path) is damaged: \(detail). Acknowledged writes after the damage would be lost; open with salvageDamagedLog to skip it, or restore the store."
+        case let .logFailed(path, detail):
+            "The store at \(path) stopped accepting writes after a log failure (\(detail)); reads still work. Reopen the store to recover."
+        case let .writerLocked(path, holder):
+            "The store at \(path) is open for writing by another process (\(holder)); open it read-only, or stop that process."
+        case let .readOnly(path):
+            "The store at \(path) is open read-only; open it without readOnly to write."
         }
     }
 }
 
 extension ImageStoreError {
+    /// Runs `body` (a rethrowing API wrapped around typed throws) and restores the typed error.
+    static func rethrowing<R>(_ body: () throws -> R) throws(ImageStoreError) -> R {
+        do { return try body() } catch let error as ImageStoreError { throw error } catch {
+            throw .storage(path: "", detail: "\(error)")
+        }
+    }
+
     /// Maps an LMDB failure during `operation` to the case a user can act on.
     static func from(_ error: any Error, path: String, operation: String, maxMapSize: Int) -> ImageStoreError {
         if let error = error as? ImageStoreError { return error }

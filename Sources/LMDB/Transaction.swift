@@ -83,6 +83,17 @@ package struct Transaction: ~Copyable {
         }
     }
 
+    /// Pages on LMDB's free list (reusable by later writes), summed over its records: each is
+    /// an array of page numbers whose first element is the count (lmdb.h, `FREE_DBI`).
+    package func freePageCount() throws -> Int {
+        var total = 0
+        try scan(Database(dbi: 0, name: "(free list)")) { _, value in
+            if value.count >= MemoryLayout<Int>.size { total += value.loadUnaligned(as: Int.self) }
+            return true
+        }
+        return total
+    }
+
     // MARK: - Writes (write transactions only; LMDB answers EACCES otherwise)
 
     /// Stores `value` under `key`, replacing what was there.

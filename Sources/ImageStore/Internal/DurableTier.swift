@@ -12,12 +12,15 @@ final class DurableTier: Sendable {
     private let meta: Database
     private let entries: Database
     private let blobs: Database
-    private let writer = DispatchQueue(label: "imgstore.writer")
+    /// The only queue that writes to LMDB (the log applier runs on it).
+    let writer = DispatchQueue(label: "imgstore.writer")
+    let isReadOnly: Bool
     private let keyHasher: @Sendable (String) -> [UInt8]
 
     private init(environment: Environment, path: String, maxMapSize: Int, databases: (Database, Database, Database),
                  keyHasher: @escaping @Sendable (String) -> [UInt8]) {
         self.environment = environment
+        self.isReadOnly = environment.options.readOnly
         self.path = path
         self.maxMapSize = maxMapSize
         (meta, entries, blobs) = databases
@@ -29,16 +32,21 @@ final class DurableTier: Sendable {
     /// Opens the store directory at `path`, creating it (and the store) when missing.
     /// - Throws: `notADirectory`, `notWritable`, `notAStore`, `newerFormat`, `corruptStore`.
     static func open(path: String, configuration: ImageStore.Configuration) throws(ImageStoreError) -> DurableTier {
-        try StoreDirectory.prepare(path)
+        let readOnly = configuration.readOnly
         let isNew = !FileManager.default.fileExists(atPath: path + "/data.mdb")
         if isNew, let found = StoreDirectory.describeForeignContents(path) {
             throw .notAStore(path: path, found: found)
         }
+        if isNew && readOnly { throw .notAStore(path: path, found: "no store yet (read-only opens do not create one)") }
         var options = EnvironmentOptions()
         options.initialMapSize = configuration.initialMapSize
         options.maxMapSize = max(configuration.maxMapSize, configuration.initialMapSize)
         options.maxReaders = UInt32(clamping: configuration.maxReaders)
         options.writeMap = configuration.writeMap
+        options.readOnly = readOnly
+        // The log's checkpoint syncs LMDB explicitly (`mdb_env_sync(env, 1)`) before it drops
+        // any record, so commits need not sync the meta page; never MDB_NOSYNC.
+        options.noMetaSync = !readOnly
         let environment: Environment
         do {
             environment = try Environment.open(path: path, options: options)
@@ -50,7 +58,7 @@ final class DurableTier: Sendable {
             throw .from(error, path: path, operation: "opening the LMDB environment", maxMapSize: options.maxMapSize)
         }
         do {
-            let databases = try environment.write { txn throws -> (Database, Database, Database) in
+            func openDatabases(_ txn: borrowing Transaction) throws -> (Database, Database, Database) {
                 let meta: Database
                 do {
                     meta = try txn.openDatabase(named: StoreFormat.metaDatabase, create: isNew)
@@ -62,9 +70,19 @@ final class DurableTier: Sendable {
                 } else {
                     try checkFormat(txn.get(meta, key: StoreFormat.formatKey), path: path)
                 }
-                return (meta,
-                        try txn.openDatabase(named: StoreFormat.entriesDatabase, create: true),
-                        try txn.openDatabase(named: StoreFormat.blobsDatabase, create: true))
+                do {
+                    return (meta,
+                            try txn.openDatabase(named: StoreFormat.entriesDatabase, create: !readOnly),
+                            try txn.openDatabase(named: StoreFormat.blobsDatabase, create: !readOnly))
+                } catch LMDBError.notFound {
+                    throw ImageStoreError.corruptStore(path: path, detail: "the entries or blobs database is missing")
+                }
+            }
+            let databases: (Database, Database, Database)
+            if readOnly {
+                databases = try environment.read { txn in try openDatabases(txn) }
+            } else {
+                databases = try environment.write { txn in try openDatabases(txn) }
             }
             return DurableTier(environment: environment, path: path, maxMapSize: options.maxMapSize,
                                databases: databases, keyHasher: configuration.keyHasher)
@@ -125,40 +143,74 @@ final class DurableTier: Sendable {
         }
     }
 
-    // MARK: - Writes
+    // MARK: - Writes (the log applier's)
 
-    /// Stores `data` under `record.cacheKey`, replacing any previous entry for it.
-    func put(_ record: EntryRecord, data: Data) throws(ImageStoreError) {
-        try writing("storing an entry", bytes: data.count) { txn in
-            let existing = try locate(record.cacheKey, in: txn)
-            let key = try existing?.key ?? freeSlot(for: record.cacheKey, in: txn)
-            try key.withUnsafeBytes { key in
-                try txn.put(blobs, key: key, reserving: data.count) { destination in
-                    data.withUnsafeBytes { destination.copyMemory(from: $0) }
+    /// The last log sequence number applied to LMDB (0 for a new store).
+    func appliedSequence() throws(ImageStoreError) -> UInt64 {
+        try reading("reading the applied sequence number") { txn in
+            guard let value = try txn.get(meta, key: StoreFormat.appliedSequenceKey) else { return 0 }
+            return ByteReader(bytes: value).integer(at: 0, as: UInt64.self) ?? 0
+        }
+    }
+
+    /// Applies log records in one transaction that also records the last one's sequence
+    /// number, so a crash leaves LMDB either before or after the whole batch.
+    func apply(_ batch: [SequencedEntry]) throws(ImageStoreError) {
+        guard let last = batch.last?.sequence else { return }
+        let bytes = batch.reduce(0) { if case let .put(_, data) = $1.entry { $0 + data.count } else { $0 } }
+        try writing("applying the log", bytes: bytes) { txn in
+            for item in batch {
+                switch item.entry {
+                case let .put(record, data): try put(record, data: data, in: txn)
+                case let .delete(cacheKey): try remove(cacheKey: cacheKey, in: txn)
+                case .deleteAll: try removeAll(in: txn)
                 }
             }
-            try txn.put(entries, key: key, value: record.encoded())
-            try addLogicalBytes(data.count - (existing?.record.byteCount ?? 0), in: txn)
+            try txn.put(meta, key: StoreFormat.appliedSequenceKey, value: Self.encode(last))
         }
     }
 
-    /// Removes the entry for `cacheKey`; returns whether there was one.
-    func remove(cacheKey: String) throws(ImageStoreError) -> Bool {
-        try writing("removing an entry") { txn in
-            guard let (key, record) = try locate(cacheKey, in: txn) else { return false }
-            try txn.delete(entries, key: key)
-            try txn.delete(blobs, key: key)
-            try addLogicalBytes(-record.byteCount, in: txn)
-            return true
+    private func put(_ record: EntryRecord, data: Data, in txn: borrowing Transaction) throws {
+        let existing = try locate(record.cacheKey, in: txn)
+        let key = try existing?.key ?? freeSlot(for: record.cacheKey, in: txn)
+        try key.withUnsafeBytes { key in
+            try txn.put(blobs, key: key, reserving: data.count) { destination in
+                data.withUnsafeBytes { destination.copyMemory(from: $0) }
+            }
+        }
+        try txn.put(entries, key: key, value: record.encoded())
+        try addLogicalBytes(data.count - (existing?.record.byteCount ?? 0), in: txn)
+    }
+
+    private func remove(cacheKey: String, in txn: borrowing Transaction) throws {
+        guard let (key, record) = try locate(cacheKey, in: txn) else { return }
+        try txn.delete(entries, key: key)
+        try txn.delete(blobs, key: key)
+        try addLogicalBytes(-record.byteCount, in: txn)
+    }
+
+    private func removeAll(in txn: borrowing Transaction) throws {
+        try txn.removeAll(entries)
+        try txn.removeAll(blobs)
+        try txn.put(meta, key: StoreFormat.logicalBytesKey, value: Self.encode(UInt64(0)))
+    }
+
+    /// Makes every committed transaction durable, meta page included (`mdb_env_sync(env, 1)`).
+    func sync() throws(ImageStoreError) {
+        do { try environment.sync(force: true) } catch {
+            throw .from(error, path: path, operation: "syncing LMDB", maxMapSize: maxMapSize)
         }
     }
 
-    /// Removes every entry in one transaction.
-    func removeAll() throws(ImageStoreError) {
-        try writing("removing all entries") { txn in
-            try txn.removeAll(entries)
-            try txn.removeAll(blobs)
-            try txn.put(meta, key: StoreFormat.logicalBytesKey, value: Self.encode(UInt64(0)))
+    /// Bytes the map can still take: what it may grow to, minus pages in use, plus pages on
+    /// LMDB's free list.
+    func availableBytes() throws(ImageStoreError) -> Int {
+        do {
+            let stats = try environment.statistics()
+            let free = try environment.read { txn in try txn.freePageCount() }
+            return maxMapSize - stats.usedBytes + free * stats.pageSize
+        } catch {
+            throw .from(error, path: path, operation: "reading free space", maxMapSize: maxMapSize)
         }
     }
 
@@ -217,7 +269,7 @@ final class DurableTier: Sendable {
         try txn.put(meta, key: StoreFormat.logicalBytesKey, value: Self.encode(UInt64(max(0, total))))
     }
 
-    private static func encode(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.littleEndian) { Array($0) } }
+    static func encode(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.littleEndian) { Array($0) } }
     private static func hex(_ bytes: UnsafeRawBufferPointer) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
     private func reading<R>(_ operation: String, _ body: (borrowing Transaction) throws -> R) throws(ImageStoreError) -> R {
@@ -226,19 +278,17 @@ final class DurableTier: Sendable {
         }
     }
 
-    /// Runs `body` in a write transaction on the writer queue.
+    /// Runs `body` in a write transaction; must be called on the writer queue.
     ///
     /// LMDB reports a write cut short by a full disk as `EIO`, not `ENOSPC` (a short `pwrite`
     /// in `mdb_page_flush`), so an I/O error while the file system has less room left than
     /// the write needed (`bytes` plus slack for pages and metadata) is reported as a full disk.
     private func writing<R>(_ operation: String, bytes: Int = 0, _ body: (borrowing Transaction) throws -> R) throws(ImageStoreError) -> R {
+        // Invariant: LMDB is written only from the writer queue, so its writer lock is taken
+        // and released on one thread at a time and writers never queue on it.
+        dispatchPrecondition(condition: .onQueue(writer))
         do {
-            return try writer.sync {
-                try environment.write { txn in
-                    dispatchPrecondition(condition: .onQueue(writer))
-                    return try body(txn)
-                }
-            }
+            return try environment.write(body)
         } catch LMDBError.ioError where FileSystem.availableBytes(at: path).map({ $0 < bytes + (1 << 20) }) ?? false {
             throw .diskFull(path: path)
         } catch {

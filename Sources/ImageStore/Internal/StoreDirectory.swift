@@ -6,7 +6,7 @@ import Glibc
 /// Checks on the store directory before LMDB sees it, so each problem gets its own message.
 enum StoreDirectory {
     /// The files LMDB keeps in a store directory.
-    static let storeFiles: Set<String> = ["data.mdb", "lock.mdb"]
+    static let storeFiles: Set<String> = ["data.mdb", "lock.mdb", "writer.lock"]
 
     /// Makes sure `path` is a writable directory, creating it (and its parents) when missing.
     static func prepare(_ path: String) throws(ImageStoreError) {
@@ -29,7 +29,7 @@ enum StoreDirectory {
     /// (a directory with only a stale `lock.mdb` counts as empty).
     static func describeForeignContents(_ path: String) -> String? {
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [])
-            .filter { !storeFiles.contains($0) }.sorted()
+            .filter { !storeFiles.contains($0) && !$0.hasPrefix("wal-") }.sorted()
         guard !names.isEmpty else { return nil }
         let shown = names.prefix(3).joined(separator: ", ")
         return names.count == 1 ? "a file named \(shown)" : "\(names.count) files such as \(shown)"

@@ -3,6 +3,9 @@
 // A store is a directory:
 //
 //   data.mdb, lock.mdb   the LMDB environment (the durable tier)
+//   wal-<n>.log          write-ahead log segments (`WAL/WALFormat.swift`)
+//   wal-spare-*.log      checkpointed segments kept for reuse
+//   writer.lock          flock'ed by the one process that writes; holds its pid
 //
 // ## LMDB databases
 //
@@ -63,6 +66,7 @@
 // |-----------------|----------------------------------------------------------------|
 // | `format`        | the 8 bytes `IMGSTORE` then the format version, UInt32 LE      |
 // | `logical-bytes` | UInt64 LE: the sum of all blobs' byte counts                   |
+// | `applied-seq`   | UInt64 LE: the last write-ahead-log record applied (`WALFormat.swift`) |
 //
 // A directory is a store when its LMDB environment holds a `meta` database whose `format`
 // record starts with `IMGSTORE`. A newer version than `StoreFormat.version` is refused.
@@ -79,6 +83,7 @@ enum StoreFormat {
 
     static let formatKey: [UInt8] = Array("format".utf8)
     static let logicalBytesKey: [UInt8] = Array("logical-bytes".utf8)
+    static let appliedSequenceKey: [UInt8] = Array("applied-seq".utf8)
 
     static let hashByteCount = 16
     static let entryKeyByteCount = 18

@@ -1,0 +1,101 @@
+import Foundation
+import Synchronization
+
+/// Moves written log records into LMDB: the store's single LMDB writer. Batches are applied in
+/// one transaction each (which also records the last applied sequence number), on the durable
+/// tier's writer queue, in sequence order.
+final class LogApplier: Sendable {
+    /// Records per transaction at most, and bytes per transaction at most.
+    static let maxBatchRecords = 2048
+    static let maxBatchBytes = 64 << 20
+
+    private struct State {
+        var queue: [SequencedEntry] = []
+        var scheduled = false
+        var appliedSequence: UInt64
+        var failure: ImageStoreError?
+    }
+
+    private let tier: DurableTier
+    private let index: PendingIndex
+    private let state: Mutex<State>
+    private let progress = NSCondition()
+    /// Called with the memory released by each applied batch (the log's back-pressure).
+    private let released: @Sendable (Int) -> Void
+    /// Called after each batch, on the writer queue (checkpoint policy, statistics).
+    private let afterBatch: @Sendable (UInt64) -> Void
+
+    init(tier: DurableTier, index: PendingIndex, appliedSequence: UInt64,
+         released: @escaping @Sendable (Int) -> Void, afterBatch: @escaping @Sendable (UInt64) -> Void) {
+        self.tier = tier
+        self.index = index
+        self.released = released
+        self.afterBatch = afterBatch
+        state = Mutex(State(appliedSequence: appliedSequence))
+    }
+
+    /// Queues written records (in sequence order) and makes sure a drain is scheduled.
+    func enqueue(_ entries: [SequencedEntry]) {
+        let schedule = state.withLock { state -> Bool in
+            state.queue.append(contentsOf: entries)
+            defer { state.scheduled = true }
+            return !state.scheduled
+        }
+        if schedule { tier.writer.async { self.drain() } }
+    }
+
+    /// The highest sequence number LMDB holds.
+    var appliedSequence: UInt64 { state.withLock { $0.appliedSequence } }
+
+    /// The error that stopped applying, if any.
+    var failure: ImageStoreError? { state.withLock { $0.failure } }
+
+    /// Blocks until LMDB holds everything up to `sequence`.
+    /// - Throws: the applier's failure, if applying stopped.
+    func waitUntilApplied(_ sequence: UInt64) throws(ImageStoreError) {
+        progress.lock()
+        defer { progress.unlock() }
+        while true {
+            let (applied, failure) = state.withLock { ($0.appliedSequence, $0.failure) }
+            if applied >= sequence { return }
+            if let failure { throw failure }
+            progress.wait()
+        }
+    }
+
+    /// Applies queued batches until the queue is empty. Runs on the writer queue.
+    private func drain() {
+        while true {
+            let batch: [SequencedEntry] = state.withLock { state in
+                if state.failure != nil || state.queue.isEmpty {
+                    state.scheduled = false
+                    return []
+                }
+                var bytes = 0
+                var count = 0
+                while count < state.queue.count && count < Self.maxBatchRecords && bytes < Self.maxBatchBytes {
+                    bytes += state.queue[count].entry.memoryCost
+                    count += 1
+                }
+                let batch = Array(state.queue.prefix(count))
+                state.queue.removeFirst(count)
+                return batch
+            }
+            guard let last = batch.last?.sequence else { return }
+            do {
+                try tier.apply(batch)
+                index.applied(upTo: last)
+                state.withLock { $0.appliedSequence = last }
+                released(batch.reduce(0) { $0 + $1.entry.memoryCost })
+                afterBatch(last)
+            } catch {
+                // The records stay in the log (durable) and in the pending index (served);
+                // the store stops taking writes until it is reopened.
+                state.withLock { $0.failure = error }
+            }
+            progress.lock()
+            progress.broadcast()
+            progress.unlock()
+        }
+    }
+}

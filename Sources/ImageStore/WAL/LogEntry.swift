@@ -1,0 +1,67 @@
+import Foundation
+
+/// One change the log carries, decoded: what the applier writes to LMDB and what the pending
+/// index serves before that.
+enum LogEntry: Sendable {
+    case put(EntryRecord, Data)
+    case delete(cacheKey: String)
+    case deleteAll
+
+    var type: WALFormat.RecordType {
+        switch self {
+        case .put: .put
+        case .delete: .delete
+        case .deleteAll: .deleteAll
+        }
+    }
+
+    /// The payload as parts to hand to `writev` (the image bytes are not copied).
+    func payloadParts() -> [Data] {
+        switch self {
+        case let .put(record, data):
+            let encoded = record.encoded()
+            var prefix = Data(capacity: 4 + encoded.count)
+            withUnsafeBytes(of: UInt32(encoded.count).littleEndian) { prefix.append(contentsOf: $0) }
+            prefix.append(contentsOf: encoded)
+            return [prefix, data]
+        case let .delete(cacheKey):
+            return [Data(cacheKey.utf8)]
+        case .deleteAll:
+            return []
+        }
+    }
+
+    /// Decodes a payload of `type`; nil when it breaks validity condition 6.
+    init?(type: WALFormat.RecordType, payload: UnsafeRawBufferPointer) {
+        switch type {
+        case .put:
+            guard let length = ByteReader(bytes: payload).integer(at: 0, as: UInt32.self).map(Int.init),
+                  4 + length <= payload.count,
+                  let record = EntryRecord(decoding: UnsafeRawBufferPointer(rebasing: payload[4..<(4 + length)])),
+                  record.byteCount == payload.count - 4 - length
+            else { return nil }
+            self = .put(record, Data(payload[(4 + length)...]))
+        case .delete:
+            guard let key = String(validating: payload, as: UTF8.self), !key.isEmpty else { return nil }
+            self = .delete(cacheKey: key)
+        case .deleteAll:
+            guard payload.isEmpty else { return nil }
+            self = .deleteAll
+        }
+    }
+
+    /// Bytes this entry holds in memory until applied (for back-pressure accounting).
+    var memoryCost: Int {
+        switch self {
+        case let .put(record, data): data.count + record.url.utf8.count + record.cacheKey.utf8.count + 128
+        case let .delete(key): key.utf8.count + 64
+        case .deleteAll: 64
+        }
+    }
+}
+
+/// A log entry with its place in the log.
+struct SequencedEntry: Sendable {
+    var sequence: UInt64
+    var entry: LogEntry
+}

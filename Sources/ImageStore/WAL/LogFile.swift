@@ -1,0 +1,145 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An I/O failure of the log: the operation and the `errno` it failed with.
+package struct LogIOError: Error, Sendable, Hashable, CustomStringConvertible {
+    package var operation: String
+    package var code: Int32
+
+    package init(_ operation: String, code: Int32) {
+        self.operation = operation
+        self.code = code
+    }
+
+    package var description: String { "\(operation): \(String(cString: strerror(code)))" }
+    /// Whether the file system is full.
+    package var isNoSpace: Bool { code == ENOSPC }
+}
+
+/// One open segment file. The log writes through this protocol so tests can inject faults
+/// (`ENOSPC`, `EIO`, a lost page cache) without a special kernel.
+package protocol LogFile: AnyObject, Sendable {
+    /// Writes `parts` back to back at `offset` (one `pwritev` where possible).
+    func write(_ parts: [UnsafeRawBufferPointer], at offset: Int) throws(LogIOError)
+    /// Makes everything written so far durable (`fdatasync`).
+    func sync() throws(LogIOError)
+    /// The whole file's current contents.
+    func readAll() throws(LogIOError) -> [UInt8]
+    func close()
+}
+
+/// The directory operations the log needs, behind a protocol for the same reason.
+package protocol LogFileSystem: Sendable {
+    /// Opens (creating when missing) the file at `path`; a new file is preallocated to
+    /// `preallocate` bytes so that writes into it do not change its size.
+    func open(_ path: String, preallocate: Int) throws(LogIOError) -> any LogFile
+    func rename(_ from: String, to: String) throws(LogIOError)
+    func remove(_ path: String) throws(LogIOError)
+    /// Makes creations, renames and removals in `directory` durable.
+    func syncDirectory(_ directory: String) throws(LogIOError)
+}
+
+/// The real file system, through POSIX calls.
+package struct PosixLogFileSystem: LogFileSystem {
+    package init() {}
+
+    package func open(_ path: String, preallocate: Int) throws(LogIOError) -> any LogFile {
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw LogIOError("open \(path)", code: errno) }
+        var status = stat()
+        fstat(fd, &status)
+        if status.st_size == 0 && preallocate > 0 {
+            // Allocating the blocks up front means later fdatasyncs need not update the
+            // file's size; a full disk shows up here, before anything is acknowledged.
+            // Without room for a whole segment, the log still works, growing as it is written.
+            if posix_fallocate(fd, 0, off_t(preallocate)) != 0 { ftruncate(fd, 0) }
+        }
+        return PosixLogFile(fd: fd, path: path)
+    }
+
+    package func rename(_ from: String, to: String) throws(LogIOError) {
+        guard Glibc.rename(from, to) == 0 else { throw LogIOError("rename \(from)", code: errno) }
+    }
+
+    package func remove(_ path: String) throws(LogIOError) {
+        guard unlink(path) == 0 || errno == ENOENT else { throw LogIOError("remove \(path)", code: errno) }
+    }
+
+    package func syncDirectory(_ directory: String) throws(LogIOError) {
+        let fd = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw LogIOError("open directory \(directory)", code: errno) }
+        defer { Glibc.close(fd) }
+        guard fsync(fd) == 0 else { throw LogIOError("fsync directory \(directory)", code: errno) }
+    }
+}
+
+/// A segment file on disk.
+final class PosixLogFile: LogFile {
+    private let fd: Int32
+    private let path: String
+
+    init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    deinit { close() }
+
+    func write(_ parts: [UnsafeRawBufferPointer], at offset: Int) throws(LogIOError) {
+        var position = offset
+        var vectors = parts.filter { $0.count > 0 }.map {
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count)
+        }
+        var first = 0
+        while first < vectors.count {
+            let count = min(vectors.count - first, 1024)  // IOV_MAX
+            let written = vectors[first...].withUnsafeBufferPointer { pwritev(fd, $0.baseAddress, Int32(count), off_t(position)) }
+            guard written >= 0 else {
+                if errno == EINTR { continue }
+                throw LogIOError("write \(path)", code: errno)
+            }
+            position += written
+            // Skip what was written; a short write resumes inside the vector it stopped in.
+            var remaining = written
+            while remaining > 0, first < vectors.count {
+                if remaining >= vectors[first].iov_len {
+                    remaining -= vectors[first].iov_len
+                    first += 1
+                } else {
+                    vectors[first].iov_base = vectors[first].iov_base.advanced(by: remaining)
+                    vectors[first].iov_len -= remaining
+                    remaining = 0
+                }
+            }
+        }
+    }
+
+    func sync() throws(LogIOError) {
+        guard fdatasync(fd) == 0 else { throw LogIOError("fdatasync \(path)", code: errno) }
+    }
+
+    func readAll() throws(LogIOError) -> [UInt8] {
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { throw LogIOError("stat \(path)", code: errno) }
+        var bytes = [UInt8](repeating: 0, count: Int(status.st_size))
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(done)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw LogIOError("read \(path)", code: n < 0 ? errno : EIO) }
+            done += n
+        }
+        return bytes
+    }
+
+    private let closed = Mutex(false)
+
+    func close() {
+        guard !closed.withLock({ let was = $0; $0 = true; return was }) else { return }
+        Glibc.close(fd)
+    }
+}
+
+import Synchronization

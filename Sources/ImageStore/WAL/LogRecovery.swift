@@ -1,0 +1,161 @@
+import Foundation
+
+/// What recovery found in the log when the store opened.
+public struct RecoveryReport: Sendable, Hashable {
+    /// Log segments read.
+    public var segmentsRead = 0
+    /// Records applied to LMDB that it did not hold yet.
+    public var recordsReplayed = 0
+    /// Records skipped because LMDB already held them.
+    public var recordsAlreadyApplied = 0
+    /// Bytes of a torn record at the tail of the log that were dropped (the normal crash case).
+    public var tornBytesDropped = 0
+    /// Damage skipped in salvage mode, one sentence each (segment, offset, what was lost).
+    public var salvaged: [String] = []
+
+    public init() {}
+}
+
+/// Reads the log's segments and replays them, following the recovery rules in `WALFormat.swift`.
+struct LogRecovery {
+    let directory: String
+    let fileSystem: any LogFileSystem
+    let maxPayloadBytes: Int
+    let salvage: Bool
+
+    /// The segment numbers present in the directory, in order.
+    static func segments(in directory: String) -> [UInt64] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .compactMap(WALFormat.segmentNumber(fromName:)).sorted()
+    }
+
+    /// Replays every segment: `apply` receives the valid records in order, segment by segment,
+    /// those with sequence numbers ≤ `appliedSequence` left out.
+    /// - Returns: the report and the last valid sequence number (0 for an empty log).
+    /// - Throws: `walCorrupt` for damage followed by valid records (unless salvaging);
+    ///   `storage` for I/O errors; what `apply` throws.
+    func replay(appliedSequence: UInt64, apply: ([SequencedEntry]) throws(ImageStoreError) -> Void)
+        throws(ImageStoreError) -> (report: RecoveryReport, lastSequence: UInt64)
+    {
+        var report = RecoveryReport()
+        var expected: UInt64?
+        var lastSequence: UInt64 = 0
+        /// Set once salvage skipped damage: the sequence then continues from what follows it.
+        var afterSkip = false
+        /// Damage seen so far that was not (yet) followed by valid data: a torn tail unless a
+        /// later record turns up.
+        var unresolvedDamage: (segment: UInt64, offset: Int, bytes: Int)?
+
+        for number in Self.segments(in: directory) {
+            let path = directory + "/" + WALFormat.segmentName(number)
+            let bytes: [UInt8]
+            do {
+                let file = try fileSystem.open(path, preallocate: 0)
+                defer { file.close() }
+                bytes = try file.readAll()
+            } catch {
+                throw .storage(path: directory, detail: "reading the log: \(error)")
+            }
+            report.segmentsRead += 1
+            var batch: [SequencedEntry] = []
+            var offset = 0
+            try ImageStoreError.rethrowing { try bytes.withUnsafeBytes { all in
+                while offset < all.count {
+                    if let record = parse(all, at: offset, segment: number) {
+                        // Sequence numbers continue from what LMDB holds and never skip.
+                        let wanted = expected ?? (appliedSequence + 1)
+                        if record.sequence != wanted && !(expected == nil && (afterSkip || record.sequence <= wanted)) {
+                            let damage = unresolvedDamage ?? (number, offset, 0)
+                            try resolve(damage, nextValid: (number, offset), report: &report,
+                                        detail: "sequence numbers \(wanted) to \(record.sequence - 1) are missing")
+                            unresolvedDamage = nil
+                        } else if let damage = unresolvedDamage {
+                            try resolve(damage, nextValid: (number, offset), report: &report)
+                            unresolvedDamage = nil
+                        }
+                        if record.sequence > appliedSequence {
+                            batch.append(SequencedEntry(sequence: record.sequence, entry: record.entry))
+                        } else {
+                            report.recordsAlreadyApplied += 1
+                        }
+                        lastSequence = max(lastSequence, record.sequence)
+                        expected = record.sequence + 1
+                        afterSkip = false
+                        offset = record.end
+                        continue
+                    }
+                    // The valid log ends here, for now. Find the next valid record, if any.
+                    let torn = tornLength(all, at: offset, segment: number)
+                    guard let next = nextValidOffset(all, after: offset, segment: number) else {
+                        if torn > 0 { unresolvedDamage = (number, offset, torn) }
+                        break
+                    }
+                    try resolve((number, offset, next - offset), nextValid: (number, next), report: &report)
+                    unresolvedDamage = nil
+                    offset = next
+                    expected = nil  // salvage continues at whatever sequence comes next
+                    afterSkip = true
+                }
+            } }
+            report.recordsReplayed += batch.count
+            if !batch.isEmpty { try apply(batch) }
+        }
+        if let damage = unresolvedDamage { report.tornBytesDropped += damage.bytes }
+        return (report, lastSequence)
+    }
+
+    /// Damage at `damage` is followed by valid data at `nextValid`: refuse, or skip and report.
+    private func resolve(_ damage: (segment: UInt64, offset: Int, bytes: Int), nextValid: (UInt64, Int),
+                         report: inout RecoveryReport, detail: String? = nil) throws(ImageStoreError) {
+        let place = "\(WALFormat.segmentName(damage.segment)) at byte \(damage.offset)"
+        let what = detail ?? "a damaged record (\(damage.bytes) bytes)"
+        guard salvage else {
+            throw .walCorrupt(path: directory, detail: "\(what) in \(place), followed by valid records in \(WALFormat.segmentName(nextValid.0)) at byte \(nextValid.1)")
+        }
+        report.salvaged.append("skipped \(what) in \(place)")
+    }
+
+    /// A record that meets validity conditions 1–6 (6 without the sequence check).
+    private func parse(_ bytes: UnsafeRawBufferPointer, at offset: Int, segment: UInt64) -> (sequence: UInt64, entry: LogEntry, end: Int)? {
+        guard offset + WALFormat.headerByteCount <= bytes.count,
+              let header = WALFormat.Header(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + 32)]), segment: segment, maxPayloadBytes: maxPayloadBytes),
+              offset + 32 + header.length <= bytes.count
+        else { return nil }
+        let payload = UnsafeRawBufferPointer(rebasing: bytes[(offset + 32)..<(offset + 32 + header.length)])
+        let checksum = WALFormat.checksum(headerTail: UnsafeRawBufferPointer(rebasing: bytes[(offset + 8)..<(offset + 32)]), payload: [payload])
+        guard checksum == header.checksum, header.sequence >= 1,
+              let entry = LogEntry(type: header.type, payload: payload)
+        else { return nil }
+        return (header.sequence, entry, offset + 32 + header.length)
+    }
+
+    /// How many bytes at `offset` belong to a record of this segment that was cut short or
+    /// damaged: 0 when the bytes there are zeros or another segment's stale data.
+    private func tornLength(_ bytes: UnsafeRawBufferPointer, at offset: Int, segment: UInt64) -> Int {
+        let available = bytes.count - offset
+        guard available > 0 else { return 0 }
+        if let header = WALFormat.Header(UnsafeRawBufferPointer(rebasing: bytes[offset..<min(bytes.count, offset + 32)]),
+                                         segment: segment, maxPayloadBytes: maxPayloadBytes) {
+            return min(available, 32 + header.length)
+        }
+        // A header cut short, or one whose fields were damaged: count the non-zero bytes up to
+        // where a header would end, unless they are plainly zeros.
+        let window = bytes[offset..<min(bytes.count, offset + 32)]
+        return window.allSatisfy({ $0 == 0 }) ? 0 : window.count
+    }
+
+    /// The offset of the next record after `offset` that meets conditions 1–5, if any. Only
+    /// offsets whose segment field matches are fully checked, so the scan is cheap.
+    private func nextValidOffset(_ bytes: UnsafeRawBufferPointer, after offset: Int, segment: UInt64) -> Int? {
+        var candidate = offset + 1
+        let segmentLE = segment.littleEndian
+        while candidate + 32 <= bytes.count {
+            if bytes.loadUnaligned(fromByteOffset: candidate + 16, as: UInt64.self) == segmentLE,
+               parse(bytes, at: candidate, segment: segment) != nil {
+                return candidate
+            }
+            candidate += 1
+        }
+        return nil
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Synchronization
+
+/// What the log holds that LMDB does not yet: the newest put or delete per cache key, and a
+/// pending remove-all. Reads consult it first, so a put is visible as soon as it is appended
+/// and a delete hides older data at once, before the applier reaches LMDB.
+final class PendingIndex: Sendable {
+    enum Lookup {
+        /// The newest change to the key is a put of these bytes.
+        case put(EntryRecord, Data)
+        /// The key was deleted (or everything was) after what LMDB holds.
+        case deleted
+        /// The log has nothing newer than LMDB for this key.
+        case unknown
+    }
+
+    private struct State {
+        /// Newest change per cache key, with its sequence number (nil entry: a delete).
+        var changes: [String: (sequence: UInt64, put: (EntryRecord, Data)?)] = [:]
+        /// The sequence of a pending remove-all; keys it covers and the log does not mention
+        /// read as deleted.
+        var clearSequence: UInt64?
+    }
+
+    private let state = Mutex(State())
+    /// Whether anything is pending: lets the common case (an idle log) skip the lock.
+    private let isEmpty = Atomic<Bool>(true)
+
+    /// Records a change; called in sequence order (under the log's lock).
+    func record(_ entry: LogEntry, sequence: UInt64) {
+        state.withLock { state in
+            switch entry {
+            case let .put(record, data): state.changes[record.cacheKey] = (sequence, (record, data))
+            case let .delete(cacheKey): state.changes[cacheKey] = (sequence, nil)
+            case .deleteAll:
+                state.changes.removeAll()
+                state.clearSequence = sequence
+            }
+            isEmpty.store(false, ordering: .releasing)
+        }
+    }
+
+    func lookup(_ cacheKey: String) -> Lookup {
+        if isEmpty.load(ordering: .acquiring) { return .unknown }
+        return state.withLock { state in
+            if let change = state.changes[cacheKey] {
+                if let (record, data) = change.put { return .put(record, data) }
+                return .deleted
+            }
+            return state.clearSequence == nil ? .unknown : .deleted
+        }
+    }
+
+    /// LMDB now holds everything up to `sequence`: forget what it covers.
+    func applied(upTo sequence: UInt64) {
+        forget { $0 <= sequence }
+    }
+
+    /// Forgets changes a failed log write lost (they were never acknowledged).
+    func discard(_ sequences: [UInt64]) {
+        let lost = Set(sequences)
+        forget { lost.contains($0) }
+    }
+
+    private func forget(where isCovered: (UInt64) -> Bool) {
+        state.withLock { state in
+            state.changes = state.changes.filter { !isCovered($0.value.sequence) }
+            if let clear = state.clearSequence, isCovered(clear) { state.clearSequence = nil }
+            isEmpty.store(state.changes.isEmpty && state.clearSequence == nil, ordering: .releasing)
+        }
+    }
+}

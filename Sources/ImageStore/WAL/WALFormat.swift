@@ -1,0 +1,140 @@
+// # imgstore write-ahead log format, version 1
+//
+// Puts and deletes are appended to the log, group-committed (one write and one fdatasync
+// for many writers), then applied to LMDB in batches by the single writer. The log is a
+// sequence of numbered segment files in the store directory:
+//
+//   wal-00000000000000000001.log, wal-00000000000000000002.log, …   (20 decimal digits)
+//
+// A segment is preallocated (or recycled from a checkpointed one) and overwritten from the
+// start, so its tail may hold zeros or stale records of an older segment: both read as the end
+// of the log (validity condition 3 below), never as data.
+//
+// ## Record (all integers little-endian)
+//
+// | offset | size | field                                                                   |
+// |--------|------|-------------------------------------------------------------------------|
+// | 0      | 8    | checksum: XXH3-64 of the payload, seeded with XXH3-64 of bytes 8..<32   |
+// | 8      | 4    | payload length L                                                        |
+// | 12     | 1    | type: 0 reserved (zeroed space), 1 put, 2 delete, 3 delete-all          |
+// | 13     | 3    | reserved, 0                                                             |
+// | 16     | 8    | segment number of the file the record is in                             |
+// | 24     | 8    | sequence number: contiguous across all segments, first record is ≥ 1    |
+// | 32     | L    | payload                                                                 |
+//
+// XXH3 (Debian's libxxhash) rather than CRC32C: it is there, faster, and its 64 bits make an
+// accidental match of stale bytes negligible. Seeding with the header's hash covers header and
+// payload without copying them together.
+//
+// Records are not split into fixed blocks as in LevelDB: the writer hands the caller's image
+// bytes to `writev` without copying them, and the reader reads a payload into one buffer, so a
+// large image is never held in memory twice. A payload is at most `maxPayloadBytes`.
+//
+// Payloads:
+// - put (1): UInt32 R, then R bytes of entry record (`StoreFormat.swift`), then the image bytes
+//   (exactly the record's byte count).
+// - delete (2): the cache key, UTF-8.
+// - delete-all (3): empty.
+//
+// ## A record is valid when
+// 1. its 32 header bytes lie within the file;
+// 2. its type is 1, 2 or 3 and the reserved bytes are 0;
+// 3. its segment number is the file's own (stale bytes of a recycled file fail here);
+// 4. L ≤ `maxPayloadBytes` and the payload lies within the file;
+// 5. the checksum matches;
+// 6. its sequence number is one more than the previous valid record's (across segments), and
+//    its payload decodes (a put's record and byte count agree).
+//
+// ## Recovery rules (on open, before the store serves anything)
+// 1. Read segments in increasing number, records in order, while they are valid.
+// 2. The first invalid record ends the valid log. If any valid record (conditions 1–5) exists
+//    after it — later in that segment or in a later segment — data in the middle is damaged:
+//    opening fails with `walCorrupt` naming the segment and offset, unless the configuration
+//    asks to salvage, which skips to the next valid record and reports what was skipped.
+// 3. Otherwise the damage is a torn tail (the normal crash case): it is dropped and the number
+//    of bytes dropped is reported in `ImageStore.recoveryReport`.
+// 4. Records whose sequence number is ≤ the `applied-seq` recorded in LMDB are already applied
+//    and skipped; the rest are applied in order (replay is idempotent).
+// 5. Then a checkpoint: LMDB is synced (`mdb_env_sync(env, 1)`), the replayed segments are
+//    recycled or deleted, the directory is fsynced, and a fresh segment continues the sequence.
+//
+// ## Checkpoint (on a size policy, on close, and on demand)
+// Apply everything written, `mdb_env_sync(env, 1)` (LMDB runs with `MDB_NOMETASYNC`, so its
+// commits sync data pages but not the meta page), then recycle or delete every segment whose
+// records are all applied, and fsync the directory.
+
+import CXXHash
+
+/// Constants and the header codec of the log format described above.
+enum WALFormat {
+    static let headerByteCount = 32
+
+    enum RecordType: UInt8 {
+        case put = 1
+        case delete = 2
+        case deleteAll = 3
+    }
+
+    /// The file name of segment `number`.
+    static func segmentName(_ number: UInt64) -> String {
+        let digits = String(number)
+        return "wal-" + String(repeating: "0", count: max(0, 20 - digits.count)) + digits + ".log"
+    }
+
+    /// The segment number in a file name, or nil when the name is not a segment's.
+    static func segmentNumber(fromName name: String) -> UInt64? {
+        guard name.hasPrefix("wal-"), name.hasSuffix(".log"), name.count == 28 else { return nil }
+        return UInt64(name.dropFirst(4).dropLast(4))
+    }
+
+    /// A record's 32-byte header, checksum included.
+    static func header(type: RecordType, segment: UInt64, sequence: UInt64, payload: [UnsafeRawBufferPointer]) -> [UInt8] {
+        var header = [UInt8](repeating: 0, count: headerByteCount)
+        let length = payload.reduce(0) { $0 + $1.count }
+        header.withUnsafeMutableBytes { bytes in
+            bytes.storeBytes(of: UInt32(length).littleEndian, toByteOffset: 8, as: UInt32.self)
+            bytes.storeBytes(of: type.rawValue, toByteOffset: 12, as: UInt8.self)
+            bytes.storeBytes(of: segment.littleEndian, toByteOffset: 16, as: UInt64.self)
+            bytes.storeBytes(of: sequence.littleEndian, toByteOffset: 24, as: UInt64.self)
+            let checksum = Self.checksum(headerTail: UnsafeRawBufferPointer(rebasing: bytes[8..<32]), payload: payload)
+            bytes.storeBytes(of: checksum.littleEndian, toByteOffset: 0, as: UInt64.self)
+        }
+        return header
+    }
+
+    /// XXH3-64 of the payload parts, seeded with XXH3-64 of header bytes 8..<32.
+    static func checksum(headerTail: UnsafeRawBufferPointer, payload: [UnsafeRawBufferPointer]) -> UInt64 {
+        let seed = XXH3_64bits(headerTail.baseAddress, headerTail.count)
+        if payload.count == 1 { return XXH3_64bits_withSeed(payload[0].baseAddress, payload[0].count, seed) }
+        let state = XXH3_createState()!
+        defer { XXH3_freeState(state) }
+        XXH3_64bits_reset_withSeed(state, seed)
+        for part in payload { XXH3_64bits_update(state, part.baseAddress, part.count) }
+        return XXH3_64bits_digest(state)
+    }
+
+    /// The fields of a header, before its payload is checked.
+    struct Header {
+        var checksum: UInt64
+        var length: Int
+        var type: RecordType
+        var segment: UInt64
+        var sequence: UInt64
+
+        /// Decodes 32 bytes, checking conditions 2 and 3 (type, reserved bytes, segment) and
+        /// the length bound of condition 4. Nil when any fails.
+        init?(_ bytes: UnsafeRawBufferPointer, segment expected: UInt64, maxPayloadBytes: Int) {
+            guard bytes.count >= 32 else { return nil }
+            let reader = ByteReader(bytes: bytes)
+            guard let type = RecordType(rawValue: bytes[12]), bytes[13] == 0, bytes[14] == 0, bytes[15] == 0,
+                  reader.integer(at: 16, as: UInt64.self) == expected,
+                  let length = reader.integer(at: 8, as: UInt32.self), Int(length) <= maxPayloadBytes
+            else { return nil }
+            self.checksum = reader.integer(at: 0, as: UInt64.self)!
+            self.length = Int(length)
+            self.type = type
+            self.segment = expected
+            self.sequence = reader.integer(at: 24, as: UInt64.self)!
+        }
+    }
+}
