@@ -47,6 +47,9 @@ extension ImageStore {
 
         /// Replaces the log's file layer, so tests can inject faults. Not public API.
         package var logFileSystem: any LogFileSystem = PosixLogFileSystem()
+        /// When false, logged records are never applied to LMDB, so tests can crash a store
+        /// with everything still in the log. Not public API.
+        package var applyLog = true
         /// Replaces the URL hash, so tests can force collisions. Not public API.
         package var keyHasher: @Sendable (String) -> [UInt8] = Checksum.key
 

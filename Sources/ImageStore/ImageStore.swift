@@ -76,6 +76,17 @@ public final class ImageStore: Sendable {
         _ = Self.openStores.withLock { $0.remove(identity) }
     }
 
+    /// Closes the store as a crash would: nothing queued is written, nothing is checkpointed,
+    /// the log stays as it is on disk. For tests of recovery; not public API.
+    package func abandonForTesting() {
+        guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        writes?.abandon()
+        _ = Self.openStores.withLock { $0.remove(identity) }
+    }
+
+    /// The log's state, for `imgstore-admin wal`; nil when read-only.
+    package var logStatus: LogStatus? { writes?.log.status() }
+
     /// What recovering the write-ahead log found when the store opened (empty when read-only).
     public var recoveryReport: RecoveryReport { writes?.recoveryReport ?? RecoveryReport() }
 

@@ -1,27 +1,98 @@
 import Foundation
+import ImageStore
 import LMDB
 
-// A second process for tests that need one: it does one thing to a store or environment,
-// prints "ready" when that thing is in place, and waits to be killed.
+// A second process for tests that need one. Each action does one thing to a store, prints
+// "ready" when it is in place (and "acked …" lines for writes the store acknowledged), and
+// then waits to be killed:
 //
-//   imgstore-test-child hold-reader DIR   open DIR's environment, begin a read transaction, wait
+//   imgstore-test-child hold-reader DIR             begin an LMDB read transaction on DIR
+//   imgstore-test-child hold-writer DIR             open DIR as the store's writer
+//   imgstore-test-child put DIR COUNT MODE [keep-log]
+//        put COUNT entries (MODE: sync, batched, none); with keep-log, nothing is applied to
+//        LMDB, so everything stays in the write-ahead log
+//   imgstore-test-child put-forever DIR THREADS MODE SEED
+//        put entries from THREADS threads until killed, printing "acked URL SIZE CHECKSUM"
 //
-// Tests start it, wait for "ready", send SIGKILL, and check what the store makes of it.
+// Entry n's bytes are deterministic (`blob(n, seed)`), and every "acked" line carries the
+// bytes' XXH3, which the store's entry info reports back, so the parent can check contents.
 
+func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
 
-let arguments = CommandLine.arguments
-guard arguments.count == 3 else {
-    FileHandle.standardError.write(Data("usage: imgstore-test-child hold-reader DIR\n".utf8))
-    exit(64)
-}
-switch arguments[1] {
-case "hold-reader":
-    let environment = try Environment.open(path: arguments[2])
-    try environment.read { _ in
-        FileHandle.standardOutput.write(Data("ready\n".utf8))
-        while true { sleep(60) }
+func blob(_ n: Int, seed: UInt64) -> Data {
+    var state = seed &+ UInt64(n) &* 0x9E37_79B9_7F4A_7C15
+    let size = 200 + Int(state % 20_000)
+    var bytes = [UInt8](repeating: 0, count: size)
+    for i in 0..<size {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        bytes[i] = UInt8(truncatingIfNeeded: state >> 33)
     }
-default:
-    FileHandle.standardError.write(Data("unknown action \(arguments[1])\n".utf8))
-    exit(64)
+    return Data(bytes)
+}
+
+func durability(_ name: String) -> Durability {
+    switch name {
+    case "batched": .batched(interval: 0.05)
+    case "none": .none
+    default: .sync
+    }
+}
+
+func open(_ directory: String, keepLog: Bool = false) throws -> ImageStore {
+    var configuration = ImageStore.Configuration()
+    configuration.validation = .none
+    configuration.logSegmentBytes = 256 << 10
+    configuration.initialMapSize = 1 << 20
+    configuration.applyLog = !keepLog
+    return try ImageStore(path: directory, configuration: configuration)
+}
+
+func hang() -> Never {
+    while true { sleep(60) }
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+do {
+    switch (arguments.first, arguments.count) {
+    case ("hold-reader", 2):
+        let environment = try Environment.open(path: arguments[1])
+        try environment.read { _ in
+            say("ready")
+            hang()
+        }
+    case ("hold-writer", 2):
+        let store = try open(arguments[1])
+        say("ready")
+        withExtendedLifetime(store) { hang() }
+    case ("put", 4), ("put", 5):
+        let store = try open(arguments[1], keepLog: arguments.count == 5)
+        for n in 0..<Int(arguments[2])! {
+            let info = try store.put(blob(n, seed: 1), for: "https://x.test/\(n)", durability: durability(arguments[3]))
+            say("acked \(info.url) \(info.byteCount) \(info.checksum)")
+        }
+        say("ready")
+        withExtendedLifetime(store) { hang() }
+    case ("put-forever", 5):
+        let store = try open(arguments[1])
+        let mode = durability(arguments[3])
+        let seed = UInt64(arguments[4])!
+        say("ready")
+        DispatchQueue.concurrentPerform(iterations: Int(arguments[2])!) { thread in
+            var n = 0
+            while true {
+                let key = thread * 1_000_000 + n
+                let url = "https://x.test/\(seed)/\(key)"
+                if let info = try? store.put(blob(key, seed: seed), for: url, durability: mode) {
+                    say("acked \(info.url) \(info.byteCount) \(info.checksum)")
+                }
+                n += 1
+            }
+        }
+    default:
+        FileHandle.standardError.write(Data("usage: see Tests/imgstore-test-child/main.swift\n".utf8))
+        exit(64)
+    }
+} catch {
+    FileHandle.standardError.write(Data("imgstore-test-child: \(error)\n".utf8))
+    exit(1)
 }

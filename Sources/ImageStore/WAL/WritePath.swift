@@ -56,7 +56,8 @@ final class WritePath: Sendable {
         do {
             log = try WriteAheadLog(
                 options: options, firstSegment: ((segments + spares).max() ?? 0) + 1, nextSequence: appliedNow + 1,
-                onWritten: { applier.enqueue($0) }, onFailed: { index.discard($0) })
+                onWritten: { [applyLog = configuration.applyLog] in if applyLog { applier.enqueue($0) } },
+                onFailed: { index.discard($0) })
         } catch {
             throw Self.map(error, directory: directory)
         }
@@ -129,6 +130,13 @@ final class WritePath: Sendable {
                 try tier.writer.sync { try Self.checkpoint(tier: tier, segments: segments, directory: directory, fileSystem: fileSystem) }
             }
         }
+        lock.withLock { $0 = nil }
+    }
+
+    /// Stops without flushing, applying or checkpointing, as a crash would (tests only).
+    func abandon() {
+        _ = log.close()
+        tier.drainWrites()
         lock.withLock { $0 = nil }
     }
 

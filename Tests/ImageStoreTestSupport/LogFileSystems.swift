@@ -1,0 +1,109 @@
+import Foundation
+import ImageStore
+import Synchronization
+
+/// A log file layer that fails on command: the Nth write or sync from now returns `code`.
+package final class FaultyLogFileSystem: LogFileSystem, Sendable {
+    package enum Operation: Sendable { case write, sync }
+    private let real = PosixLogFileSystem()
+    private let plan = Mutex<(operation: Operation, countdown: Int, code: Int32)?>(nil)
+
+    package init() {}
+
+    /// Makes the `after`+1-th `operation` from now fail with `code` (e.g. ENOSPC, EIO).
+    package func fail(_ operation: Operation, after: Int = 0, with code: Int32) {
+        plan.withLock { $0 = (operation, after, code) }
+    }
+
+    func check(_ operation: Operation) throws(LogIOError) {
+        let code: Int32? = plan.withLock { plan in
+            guard let current = plan, current.operation == operation else { return nil }
+            if current.countdown > 0 { plan!.countdown -= 1; return nil }
+            return current.code  // keeps failing once it starts, as a dead disk would
+        }
+        if let code { throw LogIOError("injected \(operation)", code: code) }
+    }
+
+    package func open(_ path: String, preallocate: Int) throws(LogIOError) -> any LogFile {
+        FaultyLogFile(real: try real.open(path, preallocate: preallocate), faults: self)
+    }
+    package func rename(_ from: String, to: String) throws(LogIOError) { try real.rename(from, to: to) }
+    package func remove(_ path: String) throws(LogIOError) { try real.remove(path) }
+    package func syncDirectory(_ directory: String) throws(LogIOError) { try real.syncDirectory(directory) }
+}
+
+final class FaultyLogFile: LogFile {
+    let real: any LogFile
+    let faults: FaultyLogFileSystem
+
+    init(real: any LogFile, faults: FaultyLogFileSystem) {
+        self.real = real
+        self.faults = faults
+    }
+
+    func write(_ parts: [UnsafeRawBufferPointer], at offset: Int) throws(LogIOError) {
+        do {
+            try faults.check(.write)
+        } catch {
+            // A write that fails part way: half of it reaches the file.
+            let total = parts.reduce(0) { $0 + $1.count }
+            if let first = parts.first, total > 1 {
+                try? real.write([UnsafeRawBufferPointer(rebasing: first.prefix(min(first.count, total / 2)))], at: offset)
+            }
+            throw error
+        }
+        try real.write(parts, at: offset)
+    }
+    func sync() throws(LogIOError) {
+        try faults.check(.sync)
+        try real.sync()
+    }
+    func readAll() throws(LogIOError) -> [UInt8] { try real.readAll() }
+    func close() { real.close() }
+}
+
+/// A log file layer that keeps written bytes in memory until they are synced, so
+/// `powerLoss()` can drop everything written after the last sync, as losing power would.
+package final class PowerLossLogFileSystem: LogFileSystem, Sendable {
+    private let real = PosixLogFileSystem()
+    private let files = Mutex<[PowerLossLogFile]>([])
+
+    package init() {}
+
+    /// Forgets every write not yet synced.
+    package func powerLoss() {
+        for file in files.withLock({ $0 }) { file.dropUnsynced() }
+    }
+
+    package func open(_ path: String, preallocate: Int) throws(LogIOError) -> any LogFile {
+        let file = PowerLossLogFile(real: try real.open(path, preallocate: preallocate))
+        files.withLock { $0.append(file) }
+        return file
+    }
+    package func rename(_ from: String, to: String) throws(LogIOError) { try real.rename(from, to: to) }
+    package func remove(_ path: String) throws(LogIOError) { try real.remove(path) }
+    package func syncDirectory(_ directory: String) throws(LogIOError) { try real.syncDirectory(directory) }
+}
+
+final class PowerLossLogFile: LogFile {
+    private let real: any LogFile
+    private let unsynced = Mutex<[(offset: Int, bytes: [UInt8])]>([])
+
+    init(real: any LogFile) { self.real = real }
+
+    func write(_ parts: [UnsafeRawBufferPointer], at offset: Int) throws(LogIOError) {
+        var bytes: [UInt8] = []
+        for part in parts { bytes.append(contentsOf: part) }
+        unsynced.withLock { $0.append((offset, bytes)) }
+    }
+    func sync() throws(LogIOError) {
+        let pending = unsynced.withLock { let all = $0; $0 = []; return all }
+        for (offset, bytes) in pending {
+            try bytes.withUnsafeBytes { raw in Result { () throws(LogIOError) in try real.write([raw], at: offset) } }.get()
+        }
+        try real.sync()
+    }
+    func readAll() throws(LogIOError) -> [UInt8] { try real.readAll() }
+    func close() { real.close() }
+    func dropUnsynced() { unsynced.withLock { $0 = [] } }
+}

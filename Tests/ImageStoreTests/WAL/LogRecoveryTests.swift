@@ -1,0 +1,126 @@
+import Foundation
+import ImageStore
+import ImageStoreTestSupport
+import Testing
+
+@Suite struct LogRecoveryTests {
+    @Test func anAbandonedStoreReplaysItsLogOnOpen() throws {
+        try withTemporaryDirectory { directory throws in
+            try LogTest.makeCrashedStore(at: directory, count: 30)
+            #expect(try !LogTest.segments(directory).isEmpty)
+            let store = try ImageStore(path: directory, configuration: LogTest.configuration())
+            defer { store.close() }
+            #expect(store.recoveryReport.recordsReplayed == 30)
+            #expect(store.recoveryReport.tornBytesDropped == 0)
+            for n in 0..<30 { #expect(try store.get(LogTest.smallEntry(n).url)?.data == LogTest.smallEntry(n).data) }
+            #expect(try LogTest.segments(directory).count == 1, "replayed segments were checkpointed away")
+        }
+    }
+
+    @Test func aCleanCloseLeavesNothingToReplay() throws {
+        try withTemporaryDirectory { directory throws in
+            do {
+                let store = try ImageStore(path: directory, configuration: LogTest.configuration())
+                for n in 0..<40 { try store.put(LogTest.smallEntry(n).data, for: LogTest.smallEntry(n).url) }
+                store.close()
+            }
+            #expect(try LogTest.segments(directory).isEmpty)
+            let store = try ImageStore(path: directory, configuration: LogTest.configuration())
+            defer { store.close() }
+            #expect(store.recoveryReport == RecoveryReport())
+            #expect(try store.statistics().entryCount == 40)
+        }
+    }
+
+    @Test func truncatingTheLogAtEveryOffsetRecoversExactlyTheWholeRecordsBeforeIt() throws {
+        try withTemporaryDirectory { directory throws in
+            let original = directory + "/original"
+            try LogTest.makeCrashedStore(at: original, count: 4)
+            let segment = try #require(try LogTest.segments(original).first)
+            let ends = try LogTest.recordEnds(in: segment)
+            #expect(ends.count == 4)
+            for cut in 0...ends.last! {
+                let copy = directory + "/cut-\(cut)"
+                try LogTest.copyStore(original, to: copy)
+                let copiedSegment = copy + "/" + URL(fileURLWithPath: segment).lastPathComponent
+                try FileHandle(forWritingTo: URL(fileURLWithPath: copiedSegment)).truncate(atOffset: UInt64(cut))
+                let store = try ImageStore(path: copy, configuration: LogTest.configuration())
+                let whole = ends.filter { $0 <= cut }.count
+                let urls = Set(try store.entries().map(\.url))
+                #expect(urls == Set((0..<whole).map { LogTest.smallEntry($0).url }), "cut at \(cut)")
+                let boundary = ends.last { $0 <= cut } ?? 0
+                #expect(store.recoveryReport.tornBytesDropped == cut - boundary, "cut at \(cut)")
+                store.close()
+                try FileManager.default.removeItem(atPath: copy)
+            }
+        }
+    }
+
+    @Test func aBitFlipAnywhereIsDetected() throws {
+        try withTemporaryDirectory { directory throws in
+            let original = directory + "/original"
+            try LogTest.makeCrashedStore(at: original, count: 4)
+            let segment = try #require(try LogTest.segments(original).first)
+            let name = URL(fileURLWithPath: segment).lastPathComponent
+            let ends = try LogTest.recordEnds(in: segment)
+            for offset in 0..<ends.last! {
+                let copy = directory + "/flip-\(offset)"
+                try LogTest.copyStore(original, to: copy)
+                try FileCorruption.flipByte(at: offset, in: copy + "/" + name, mask: 0x10)
+                let damaged = ends.firstIndex { offset < $0 }!
+                do {
+                    let store = try ImageStore(path: copy, configuration: LogTest.configuration())
+                    // Only damage in the last record may read as a torn tail.
+                    #expect(damaged == ends.count - 1, "flip at \(offset) in record \(damaged) went unnoticed")
+                    #expect(Set(try store.entries().map(\.url)) == Set((0..<damaged).map { LogTest.smallEntry($0).url }))
+                    #expect(store.recoveryReport.tornBytesDropped > 0)
+                    store.close()
+                } catch let error as ImageStoreError {
+                    guard case .walCorrupt = error else { Issue.record("flip at \(offset): \(error)"); continue }
+                    #expect(damaged < ends.count - 1)
+                }
+                try FileManager.default.removeItem(atPath: copy)
+            }
+        }
+    }
+
+    @Test func midLogDamageRefusesToOpenAndSalvageSkipsIt() throws {
+        try withTemporaryDirectory { directory throws in
+            try LogTest.makeCrashedStore(at: directory, count: 5)
+            let segment = try #require(try LogTest.segments(directory).first)
+            let ends = try LogTest.recordEnds(in: segment)
+            try FileCorruption.flipByte(at: ends[1] + 40, in: segment)  // inside record 2's payload
+
+            #expect { try ImageStore(path: directory, configuration: LogTest.configuration()) } throws: { error in
+                guard case .walCorrupt(_, let detail) = error as? ImageStoreError else { return false }
+                return detail.contains("at byte \(ends[1])") && detail.contains("followed by valid records")
+            }
+            let store = try ImageStore(path: directory, configuration: LogTest.configuration(salvage: true))
+            defer { store.close() }
+            #expect(store.recoveryReport.salvaged.count >= 1)
+            #expect(store.recoveryReport.salvaged[0].contains("at byte \(ends[1])"))
+            let urls = Set(try store.entries().map(\.url))
+            #expect(urls == Set([0, 1, 3, 4].map { LogTest.smallEntry($0).url }))
+        }
+    }
+
+    @Test func powerLossKeepsEverySyncedWriteAndNothingCorrupt() throws {
+        try withTemporaryDirectory { directory throws in
+            let fileSystem = PowerLossLogFileSystem()
+            let store = try ImageStore(path: directory, configuration: LogTest.configuration(applyLog: false, fileSystem: fileSystem))
+            for n in 0..<10 { try store.put(LogTest.smallEntry(n).data, for: LogTest.smallEntry(n).url, durability: .sync) }
+            for n in 10..<20 { try store.put(LogTest.smallEntry(n).data, for: LogTest.smallEntry(n).url, durability: .batched(interval: 3600)) }
+            fileSystem.powerLoss()
+            store.abandonForTesting()
+
+            let reopened = try ImageStore(path: directory, configuration: LogTest.configuration())
+            defer { reopened.close() }
+            for n in 0..<10 { #expect(try reopened.get(LogTest.smallEntry(n).url)?.data == LogTest.smallEntry(n).data) }
+            for n in 10..<20 {
+                let image = try reopened.get(LogTest.smallEntry(n).url)
+                #expect(image == nil || image?.data == LogTest.smallEntry(n).data, "an unsynced write is whole or absent")
+            }
+            try checkConsistency(of: reopened)
+        }
+    }
+}

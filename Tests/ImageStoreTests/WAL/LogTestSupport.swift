@@ -1,0 +1,71 @@
+import Foundation
+import ImageStore
+import ImageStoreTestSupport
+import Testing
+
+/// Helpers shared by the write-ahead-log tests.
+enum LogTest {
+    /// A configuration with small segments and validation off.
+    static func configuration(applyLog: Bool = true, durability: Durability = .sync,
+                              fileSystem: (any LogFileSystem)? = nil, salvage: Bool = false) -> ImageStore.Configuration {
+        var configuration = makeConfiguration()
+        configuration.applyLog = applyLog
+        configuration.durability = durability
+        configuration.logSegmentBytes = 4096
+        configuration.salvageDamagedLog = salvage
+        if let fileSystem { configuration.logFileSystem = fileSystem }
+        return configuration
+    }
+
+    /// The log segment files in a store directory, in order.
+    static func segments(_ directory: String) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: directory)
+            .filter { $0.hasPrefix("wal-0") }.sorted().map { directory + "/" + $0 }
+    }
+
+    /// The byte offsets where records end in a segment (walking the length fields).
+    static func recordEnds(in path: String) throws -> [Int] {
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        var ends: [Int] = []
+        var offset = 0
+        while offset + 32 <= bytes.count, bytes[offset + 12] != 0 {
+            let length = Int(bytes[offset + 8]) | Int(bytes[offset + 9]) << 8 | Int(bytes[offset + 10]) << 16 | Int(bytes[offset + 11]) << 24
+            offset += 32 + length
+            ends.append(offset)
+        }
+        return ends
+    }
+
+    /// Copies a store directory (its LMDB data file and log, not its locks).
+    static func copyStore(_ source: String, to destination: String) throws {
+        try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: true)
+        for name in try FileManager.default.contentsOfDirectory(atPath: source)
+        where name == "data.mdb" || name.hasPrefix("wal-0") {
+            try FileManager.default.copyItem(atPath: source + "/" + name, toPath: destination + "/" + name)
+        }
+    }
+
+    /// Small entries for logs short enough to sweep byte by byte.
+    static func smallEntry(_ n: Int) -> (url: String, data: Data) {
+        ("https://x.test/\(n)", Data((0..<(20 + n * 7)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ n) }))
+    }
+
+    /// Writes `count` small entries to a new store that never applies its log, then abandons
+    /// it (as a crash would): the log holds every record and LMDB none.
+    static func makeCrashedStore(at directory: String, count: Int) throws {
+        let store = try ImageStore(path: directory, configuration: configuration(applyLog: false))
+        for n in 0..<count { try store.put(smallEntry(n).data, for: smallEntry(n).url) }
+        store.abandonForTesting()
+    }
+
+    /// The acknowledged writes a child printed: URL → (size, checksum).
+    static func acknowledged(in output: String) -> [String: (size: Int, checksum: UInt64)] {
+        var acked: [String: (Int, UInt64)] = [:]
+        for line in output.split(separator: "\n", omittingEmptySubsequences: false).dropLast() {
+            let fields = line.split(separator: " ")
+            guard fields.count == 4, fields[0] == "acked", let size = Int(fields[2]), let sum = UInt64(fields[3]) else { continue }
+            acked[String(fields[1])] = (size, sum)
+        }
+        return acked
+    }
+}
