@@ -83,7 +83,8 @@ package final class Environment: Sendable {
 
     // MARK: - Transactions
 
-    /// Runs `body` in a read-only transaction (a consistent snapshot) and ends it on return.
+    /// Runs `body` in a read-only transaction (a consistent snapshot) and ends it on return
+    /// (aborted on throw).
     ///
     /// Never waits for a writer. Bytes handed out by the transaction are valid only inside
     /// `body`: copy them out before returning. Must not be nested inside another transaction
@@ -93,8 +94,11 @@ package final class Environment: Sendable {
             do {
                 return try gate.shared { () throws -> R in
                     let transaction = Transaction(handle: try beginTransaction(flags: UInt32(MDB_RDONLY)))
-                    return try body(transaction)
-                    // `transaction` aborts in deinit: for a read-only transaction that is the release.
+                    let result = try body(transaction)
+                    // Committing (not aborting) a read-only transaction keeps the database
+                    // handles it opened usable afterwards (lmdb.h, mdb_dbi_open).
+                    try transaction.commit()
+                    return result
                 }
             } catch LMDBError.mapResized {
                 try adoptMapSize()

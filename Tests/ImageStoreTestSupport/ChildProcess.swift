@@ -76,6 +76,54 @@ public enum ChildProcess {
         return process
     }
 
+    /// A child whose standard output is collected in the background while it runs.
+    public final class Collecting: Sendable {
+        public let process: Process
+        private final class Buffer: Sendable { let data = Mutex(Data()) }
+        private let output = Buffer()
+        private let finished = DispatchGroup()
+
+        public init(_ executable: String, _ arguments: [String]) throws {
+            process = Process()
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            finished.enter()
+            let reader = pipe.fileHandleForReading
+            Thread.detachNewThread { [output, finished] in
+                while true {
+                    let chunk = reader.availableData
+                    if chunk.isEmpty { break }
+                    output.data.withLock { $0.append(chunk) }
+                }
+                finished.leave()
+            }
+        }
+
+        /// Everything printed so far.
+        public var text: String { String(decoding: output.data.withLock { $0 }, as: UTF8.self) }
+
+        /// Waits until the output contains `line` (or the child exits). Returns whether it did.
+        public func wait(for line: String, timeout: TimeInterval = 60) -> Bool {
+            let deadline = Date(timeIntervalSinceNow: timeout)
+            while Date() < deadline {
+                if text.contains(line) { return true }
+                if !process.isRunning { return text.contains(line) }
+                usleep(2000)
+            }
+            return false
+        }
+
+        /// SIGKILLs the child and returns all it printed.
+        public func kill() -> String {
+            ChildProcess.kill(process)
+            finished.wait()
+            return text
+        }
+    }
+
     /// Sends SIGKILL and waits for the process to be gone.
     public static func kill(_ process: Process) {
         Foundation.kill(process.processIdentifier, SIGKILL)

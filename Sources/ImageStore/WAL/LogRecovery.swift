@@ -85,7 +85,7 @@ struct LogRecovery {
                         continue
                     }
                     // The valid log ends here, for now. Find the next valid record, if any.
-                    let torn = tornLength(all, at: offset, segment: number)
+                    let torn = tornLength(all, at: offset, segment: number, expected: expected)
                     guard let next = nextValidOffset(all, after: offset, segment: number) else {
                         if torn > 0 { unresolvedDamage = (number, offset, torn) }
                         break
@@ -130,18 +130,21 @@ struct LogRecovery {
     }
 
     /// How many bytes at `offset` belong to a record of this segment that was cut short or
-    /// damaged: 0 when the bytes there are zeros or another segment's stale data.
-    private func tornLength(_ bytes: UnsafeRawBufferPointer, at offset: Int, segment: UInt64) -> Int {
+    /// damaged. A complete header counts when it names this segment or carries the sequence
+    /// number expected next (so damage to either field is still seen): anything else there is
+    /// zeros or a recycled file's stale bytes, which end the log without loss. A header cut off
+    /// by the end of the file counts its non-zero bytes.
+    private func tornLength(_ bytes: UnsafeRawBufferPointer, at offset: Int, segment: UInt64, expected: UInt64?) -> Int {
         let available = bytes.count - offset
         guard available > 0 else { return 0 }
-        if let header = WALFormat.Header(UnsafeRawBufferPointer(rebasing: bytes[offset..<min(bytes.count, offset + 32)]),
-                                         segment: segment, maxPayloadBytes: maxPayloadBytes) {
-            return min(available, 32 + header.length)
+        guard available >= WALFormat.headerByteCount else {
+            return bytes[offset...].allSatisfy({ $0 == 0 }) ? 0 : available
         }
-        // A header cut short, or one whose fields were damaged: count the non-zero bytes up to
-        // where a header would end, unless they are plainly zeros.
-        let window = bytes[offset..<min(bytes.count, offset + 32)]
-        return window.allSatisfy({ $0 == 0 }) ? 0 : window.count
+        let namesSegment = bytes.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self) == segment.littleEndian
+        let continuesSequence = expected.map { bytes.loadUnaligned(fromByteOffset: offset + 24, as: UInt64.self) == $0.littleEndian } ?? false
+        guard namesSegment || continuesSequence else { return 0 }
+        let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self)))
+        return min(available, WALFormat.headerByteCount + min(length, maxPayloadBytes))
     }
 
     /// The offset of the next record after `offset` that meets conditions 1–5, if any. Only

@@ -1,0 +1,61 @@
+import Foundation
+import ImageStore
+import ImageStoreTestSupport
+import Testing
+
+/// `ENOSPC` and `EIO` on log writes and syncs: a clear error, nothing acknowledged lost, the
+/// store refusing writes until reopened, and a clean reopen.
+@Suite struct LogFaultTests {
+    @Test(arguments: [
+        (FaultyLogFileSystem.Operation.write, ENOSPC), (.write, EIO), (.sync, ENOSPC), (.sync, EIO),
+    ] as [(FaultyLogFileSystem.Operation, Int32)])
+    func aFailingLogFailsThePutAndLosesNothingAcknowledged(operation: FaultyLogFileSystem.Operation, code: Int32) throws {
+        try withTemporaryDirectory { directory throws in
+            let faults = FaultyLogFileSystem()
+            let store = try ImageStore(path: directory, configuration: LogTest.configuration(fileSystem: faults))
+            for n in 0..<5 { try store.put(LogTest.smallEntry(n).data, for: LogTest.smallEntry(n).url) }
+            faults.fail(operation, with: code)
+            do {
+                try store.put(LogTest.smallEntry(5).data, for: LogTest.smallEntry(5).url)
+                Issue.record("the put was acknowledged despite the fault")
+            } catch let error as ImageStoreError {
+                if code == ENOSPC {
+                    #expect(error == .diskFull(path: directory))
+                } else {
+                    guard case .logFailed(_, let detail) = error else { Issue.record("got \(error)"); return }
+                    #expect(detail.contains("Input/output error"))
+                }
+            }
+            // The store now refuses writes (retrying after a failed sync is unsafe) but reads.
+            #expect(throws: ImageStoreError.self) { try store.put(Data([1]), for: "https://x.test/after") }
+            for n in 0..<5 { #expect(try store.get(LogTest.smallEntry(n).url)?.data == LogTest.smallEntry(n).data) }
+            store.close()
+
+            let reopened = try ImageStore(path: directory, configuration: LogTest.configuration())
+            defer { reopened.close() }
+            for n in 0..<5 { #expect(try reopened.get(LogTest.smallEntry(n).url)?.data == LogTest.smallEntry(n).data) }
+            let unacknowledged = try reopened.get(LogTest.smallEntry(5).url)
+            #expect(unacknowledged == nil || unacknowledged?.data == LogTest.smallEntry(5).data)
+            #expect(try reopened.get("https://x.test/after") == nil)
+            try reopened.put(Data([9]), for: "https://x.test/healthy-again")
+            try checkConsistency(of: reopened)
+        }
+    }
+
+    @Test func concurrentWritersInAFailedBatchAllGetTheError() throws {
+        try withTemporaryDirectory { directory throws in
+            let faults = FaultyLogFileSystem()
+            let store = try ImageStore(path: directory, configuration: LogTest.configuration(fileSystem: faults))
+            defer { store.close() }
+            faults.fail(.sync, with: EIO)
+            let outcomes = Mutex<[Bool]>([])
+            DispatchQueue.concurrentPerform(iterations: 8) { n in
+                let ok = (try? store.put(LogTest.smallEntry(n).data, for: LogTest.smallEntry(n).url)) != nil
+                outcomes.withLock { $0.append(ok) }
+            }
+            #expect(outcomes.withLock { $0 } == Array(repeating: false, count: 8))
+        }
+    }
+}
+
+import Synchronization
