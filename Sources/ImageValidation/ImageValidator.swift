@@ -95,6 +95,16 @@ public struct ImageValidator: Sendable {
     }
 
     /// The format named by the magic bytes alone; nothing else is checked.
+    public static func sniff(_ bytes: [UInt8]) -> ImageFormat {
+        bytes.withUnsafeBytes { sniff($0) }
+    }
+
+    /// The format named by the magic bytes alone; nothing else is checked.
+    public static func sniff(_ data: Data) -> ImageFormat {
+        data.withUnsafeBytes { sniff($0) }
+    }
+
+    /// The format named by the magic bytes alone; nothing else is checked.
     public static func sniff(_ bytes: UnsafeRawBufferPointer) -> ImageFormat {
         let n = bytes.count
         func at(_ i: Int) -> UInt8 { bytes[i] }
