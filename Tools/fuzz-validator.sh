@@ -5,7 +5,7 @@
 #
 # Byte 0 of each input selects the mode (even = structure, odd = deep); every corpus file is seeded twice.
 # Outputs (binary, working corpus, crash artefacts, log) go to fuzz-out/ (gitignored).
-# Environment: IMGSTORE_CORPUS (seed images; default <repo>/../shared/corpus), FUZZ_JOBS (default 1).
+# Environment: IMGSTORE_CORPUS (seed images; default <repo>/../shared/corpus).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-20}"; shift || true
@@ -35,7 +35,7 @@ echo "fuzz-validator: $seeds seeds, ${seconds}s"
 # -rss_limit_mb: a 4-megapixel deep decode needs well under 512 MB; -timeout: any input over 10 s is a hang.
 "$bin" "$out/corpus" "$out/seeds" \
   -max_total_time="$seconds" -rss_limit_mb=1024 -timeout=10 -max_len=65536 \
-  -artifact_prefix="$out/artifacts/" -print_final_stats=1 -jobs="${FUZZ_JOBS:-1}" -workers="${FUZZ_JOBS:-1}" "$@" \
+  -artifact_prefix="$out/artifacts/" -print_final_stats=1 "$@" \
   2>&1 | tee "$out/fuzz.log" | grep -E '#[0-9]+.*(INITED|DONE|pulse|NEW)|ERROR|SUMMARY|stat::|Done' | tail -n 40
 status=${PIPESTATUS[0]}
 grep -h -o 'cov: [0-9]* ft: [0-9]*' "$out/fuzz.log" | tail -n 1 | sed 's/^/fuzz-validator: final /' || true
