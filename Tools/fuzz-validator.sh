@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds and runs the ImageValidation libFuzzer target (ASan + libFuzzer), seeded from the shared corpus.
+#
+#   Tools/fuzz-validator.sh [seconds] [extra libFuzzer flags…]     default 20 s (the CI smoke test)
+#
+# Byte 0 of each input selects the mode (even = structure, odd = deep); every corpus file is seeded twice.
+# Outputs (binary, working corpus, crash artefacts, log) go to fuzz-out/ (gitignored).
+# Environment: IMGSTORE_CORPUS (seed images; default <repo>/../shared/corpus).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-20}"; shift || true
+corpus="${IMGSTORE_CORPUS:-$(pwd)/../shared/corpus}"
+out=fuzz-out
+mkdir -p "$out/corpus" "$out/seeds" "$out/artifacts"
+
+if [ ! -d "$corpus" ]; then echo "fuzz-validator: seed corpus not found at $corpus" >&2; exit 1; fi
+seeds=0
+while IFS= read -r -d '' f; do
+  name=$(basename "$f")
+  { printf '\x00'; cat "$f"; } > "$out/seeds/s-$name"
+  { printf '\x01'; cat "$f"; } > "$out/seeds/d-$name"
+  seeds=$((seeds + 2))
+done < <(find "$corpus" -type f \( -name '*.png' -o -name '*.jpg' \) -print0)
+
+bin="$out/fuzz-validator"
+src=(Sources/ImageValidation/*.swift Tools/fuzz/FuzzValidator.swift)
+if [ ! -x "$bin" ] || [ -n "$(find "${src[@]}" -newer "$bin" 2>/dev/null)" ]; then
+  echo "fuzz-validator: building $bin"
+  swiftc -sanitize=fuzzer,address -parse-as-library -O -g -module-name ImageValidationFuzz \
+    -I Sources/CZlib -I Sources/CSpng -I Sources/CTurboJPEG \
+    "${src[@]}" -lz -lspng -lturbojpeg -o "$bin"
+fi
+
+echo "fuzz-validator: $seeds seeds, ${seconds}s"
+# -rss_limit_mb: a 4-megapixel deep decode needs well under 512 MB; -timeout: any input over 10 s is a hang.
+"$bin" "$out/corpus" "$out/seeds" \
+  -max_total_time="$seconds" -rss_limit_mb=1024 -timeout=10 -max_len=65536 \
+  -artifact_prefix="$out/artifacts/" -print_final_stats=1 "$@" \
+  2>&1 | tee "$out/fuzz.log" | grep -E '#[0-9]+.*(INITED|DONE|pulse|NEW)|ERROR|SUMMARY|stat::|Done' | tail -n 40
+status=${PIPESTATUS[0]}
+grep -h -o 'cov: [0-9]* ft: [0-9]*' "$out/fuzz.log" | tail -n 1 | sed 's/^/fuzz-validator: final /' || true
+exit "$status"

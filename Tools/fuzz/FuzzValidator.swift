@@ -1,0 +1,28 @@
+// libFuzzer entry for ImageValidation, compiled together with Sources/ImageValidation by Tools/fuzz-validator.sh.
+//
+// Input layout: byte 0 selects the mode (even = structure, odd = deep); the rest is the image.
+// Beyond "no crash, hang, leak or OOM" (the sanitizers' job) it checks one invariant: deep mode runs structure
+// checks first, so whatever deep mode accepts, structure mode accepts with the same facts.
+
+/// A low pixel limit keeps deep decodes of tiny inputs with huge claimed sizes fast; the limit logic itself is
+/// still exercised (inputs above it are rejected).
+let fuzzValidator = ImageValidator(limits: ImageValidator.Limits(maxPixels: 1 << 22))
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    guard size >= 1 else { return 0 }
+    let mode: ValidationMode = data[0] & 1 == 0 ? .structure : .deep
+    let image = UnsafeRawBufferPointer(start: data + 1, count: size - 1)
+    _ = ImageValidator.sniff(image)
+    let result = Result { () throws(ImageValidationError) in try fuzzValidator.validate(image, mode: mode) }
+    if mode == .deep, case .success(let deepFacts) = result {
+        let structureFacts = try? fuzzValidator.validate(image, mode: .structure)
+        // Invariant: deep acceptance implies structure acceptance with identical facts.
+        precondition(structureFacts == deepFacts, "deep accepted what structure did not: \(deepFacts)")
+    }
+    if case .failure(let error) = result {
+        // Invariant: offsets point into (or one past) the input.
+        precondition(error.offset >= 0 && error.offset <= image.count, "offset \(error.offset) outside \(image.count) bytes")
+    }
+    return 0
+}
