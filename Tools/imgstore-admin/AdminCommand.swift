@@ -18,6 +18,21 @@ struct CommandContext {
         }
     }
 
+    /// Opens the store to read: as its writer when no other process is (so the log is
+    /// recovered first), else read-only, seeing what the writer has applied.
+    func openStoreForReading() throws(CommandFailure) -> ImageStore {
+        do { return try ImageStore(path: storePath) } catch {
+            switch error {
+            case .writerLocked:
+                var configuration = ImageStore.Configuration()
+                configuration.readOnly = true
+                return try openStore(configuration: configuration)
+            default:
+                throw CommandFailure(storeError: error)
+            }
+        }
+    }
+
     func print(_ line: String) { Output.standardOutput(line + "\n") }
 }
 

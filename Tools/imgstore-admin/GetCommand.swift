@@ -11,7 +11,7 @@ enum GetCommand: AdminCommand {
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         let url = arguments.positionals[0]
-        let store = try context.openStore()
+        let store = try context.openStoreForReading()
         guard let image = try CommandFailure.mapping({ () throws(ImageStoreError) in try store.get(url) }) else {
             throw CommandFailure(code: .notFound, message: "no entry for \(url)")
         }

@@ -9,7 +9,7 @@ enum ListCommand: AdminCommand {
         positional: 0...0)
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
-        let store = try context.openStore()
+        let store = try context.openStoreForReading()
         let entries = try CommandFailure.mapping { () throws(ImageStoreError) in try store.entries() }
             .sorted { $0.url < $1.url }
         if arguments.has("--json") {

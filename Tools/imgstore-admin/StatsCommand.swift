@@ -8,7 +8,7 @@ enum StatsCommand: AdminCommand {
         arguments: "", options: [OptionSpec(name: "--json", help: "print one JSON object")], positional: 0...0)
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
-        let store = try context.openStore()
+        let store = try context.openStoreForReading()
         let stats = try CommandFailure.mapping { () throws(ImageStoreError) in try store.statistics() }
         if arguments.has("--json") {
             let data = try! JSONEncoder.sorted.encode(stats)

@@ -5,6 +5,7 @@ import ImageStore
 /// file dispatches and turns failures into one stderr line and an exit status.
 let commands: [any AdminCommand.Type] = [
     DemoCommand.self, PutCommand.self, GetCommand.self, RemoveCommand.self, ListCommand.self, StatsCommand.self,
+    ValidateCommand.self, LogStatusCommand.self, CheckpointCommand.self,
 ]
 
 let version = "0.1.0"
@@ -24,7 +25,7 @@ let topLevelHelp = """
 
     exit status:
       0   success
-      1   not found (get, rm)
+      1   not found (get, rm), or an invalid image (validate)
       64  usage error
       65  bad input data (not an image, too large, malformed URL)
       74  I/O or storage error (cannot open, disk full, corrupt store)

@@ -1,0 +1,80 @@
+import Foundation
+import ImageStoreTestSupport
+import Testing
+
+@Suite struct ValidateAndLogCommandTests {
+    private let admin = ChildProcess.product("imgstore-admin")
+
+    // MARK: - validate
+
+    @Test func validFilesExitZeroWithALinePerFile() throws {
+        let files = ["gradient-rgb.png", "photo-progressive.jpg"].map { Fixtures.directory + "/" + $0 }
+        let result = try ChildProcess.run(admin, ["validate"] + files)
+        #expect(result.status == 0)
+        #expect(result.output == "\(files[0]): ok, png 64x48\n\(files[1]): ok, jpeg 160x120\n")
+    }
+
+    @Test func anInvalidOrUnreadableFileExitsOneAndTheOthersAreStillChecked() throws {
+        try withTemporaryDirectory { directory throws in
+            let truncated = directory + "/cut.png"
+            try Fixtures.image("gradient-rgb.png").prefix(500).write(to: URL(fileURLWithPath: truncated))
+            let good = Fixtures.directory + "/shapes.png"
+            let result = try ChildProcess.run(admin, ["validate", "--json", truncated, directory + "/missing.jpg", good])
+            #expect(result.status == 1)
+            let objects = try result.output.split(separator: "\n").map {
+                try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+            }
+            #expect(objects.count == 3)
+            #expect(objects[0]["ok"] as? Bool == false)
+            #expect(objects[0]["format"] as? String == "png")
+            #expect((objects[0]["error"] as? String)?.isEmpty == false)
+            #expect(objects[1]["ok"] as? Bool == false)
+            #expect((objects[1]["error"] as? String)?.contains("no such file") == true)
+            #expect(objects[2]["ok"] as? Bool == true)
+            #expect(objects[2]["width"] as? Int == 100 && objects[2]["height"] as? Int == 30)
+            #expect(objects[2]["error"] is NSNull)
+        }
+    }
+
+    @Test func deepModeCatchesWhatOnlyADecoderSees() throws {
+        let badAdler = Fixtures.repositoryRoot + "/../shared/corpus/libpng-testpngs/crashers/badadler.png"
+        #expect(try ChildProcess.run(admin, ["validate", badAdler]).status == 0)
+        #expect(try ChildProcess.run(admin, ["validate", "--deep", badAdler]).status == 1)
+    }
+
+    @Test func validateWithoutFilesIsAUsageError() throws {
+        #expect(try ChildProcess.run(admin, ["validate"]).status == 64)
+    }
+
+    // MARK: - wal and checkpoint
+
+    @Test func checkpointReplaysALogLeftByACrashedWriter() throws {
+        try withTemporaryDirectory { directory throws in
+            let writer = try ChildProcess.Collecting(ChildProcess.product("imgstore-test-child"), ["put", directory, "5", "sync", "keep-log"])
+            #expect(writer.wait(for: "ready"))
+            _ = writer.kill()
+            let checkpoint = try ChildProcess.run(admin, ["--store", directory, "checkpoint"])
+            #expect(checkpoint.status == 0, "\(checkpoint.standardError)")
+            #expect(checkpoint.output == "checkpointed: 5 record(s) replayed from the log, 0 torn byte(s) dropped\n")
+            let wal = try ChildProcess.run(admin, ["--store", directory, "wal", "--json"])
+            let object = try #require(try JSONSerialization.jsonObject(with: wal.standardOutput) as? [String: Any])
+            #expect((object["recovery"] as? [String: Any])?["recordsReplayed"] as? Int == 0, "nothing left to replay")
+            #expect(object["nextSequence"] as? Int == 6)
+            let list = try ChildProcess.run(admin, ["--store", directory, "ls"])
+            #expect(list.output.split(separator: "\n").count == 5)
+        }
+    }
+
+    @Test func writerCommandsFailWhileAnotherProcessWritesButReadsWork() throws {
+        try withTemporaryDirectory { directory throws in
+            let holder = try ChildProcess.Collecting(ChildProcess.product("imgstore-test-child"), ["hold-writer", directory])
+            #expect(holder.wait(for: "ready"))
+            defer { _ = holder.kill() }
+            let checkpoint = try ChildProcess.run(admin, ["--store", directory, "checkpoint"])
+            #expect(checkpoint.status == 74)
+            #expect(checkpoint.standardError.contains("open for writing by another process (pid \(holder.process.processIdentifier))"))
+            let stats = try ChildProcess.run(admin, ["--store", directory, "stats", "--json"])
+            #expect(stats.status == 0, "read-only fallback: \(stats.standardError)")
+        }
+    }
+}
