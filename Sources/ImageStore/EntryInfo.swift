@@ -16,6 +16,21 @@ public struct EntryInfo: Sendable, Hashable {
     public var lastAccessedAt: Date
     /// The image's decoded header facts, when it was validated as an image.
     public var image: ImageFacts?
+    /// The origin's `ETag` and `Last-Modified`, kept to revalidate the entry when it expires.
+    public var validators: CacheValidators
+}
+
+/// HTTP cache validators (RFC 9110 §8.8) kept with an entry for conditional requests.
+public struct CacheValidators: Sendable, Hashable {
+    /// The `ETag` response header, verbatim (quotes and `W/` included).
+    public var etag: String?
+    /// The `Last-Modified` response header, verbatim.
+    public var lastModified: String?
+
+    public init(etag: String? = nil, lastModified: String? = nil) {
+        self.etag = etag
+        self.lastModified = lastModified
+    }
 }
 
 /// An entry's bytes with its metadata, as returned by `ImageStore.get`.
@@ -23,4 +38,7 @@ public struct StoredImage: Sendable, Hashable {
     /// The image bytes, exactly as put.
     public var data: Data
     public var info: EntryInfo
+    /// True when the entry had expired and was returned only because the caller allowed stale
+    /// entries (`get(_:allowingStale:)`).
+    public var isStale: Bool = false
 }

@@ -103,12 +103,14 @@ public final class ImageStore: Sendable {
     ///
     /// Returns once the write-ahead log holds the entry as durably as `durability` asks
     /// (default: the configuration's, `.sync`: on stable storage). Reads see it at once.
-    /// - Parameter ttl: seconds until the entry expires; nil for never.
+    /// - Parameters:
+    ///   - ttl: seconds until the entry expires; nil for never.
+    ///   - validators: the origin's `ETag`/`Last-Modified`, kept for revalidation.
     /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `emptyData`, `entryTooLarge`,
     ///   `invalidImage` (all before anything is written); `storeFull` (it would not fit),
     ///   `diskFull`, `logFailed` (nothing acknowledged); `readOnly`; `closed`.
     @discardableResult
-    public func put(_ data: Data, for url: String, ttl: TimeInterval? = nil,
+    public func put(_ data: Data, for url: String, ttl: TimeInterval? = nil, validators: CacheValidators = CacheValidators(),
                     durability: Durability? = nil) throws(ImageStoreError) -> EntryInfo {
         try checkOpen()
         let writes = try writePath()
@@ -122,9 +124,31 @@ public final class ImageStore: Sendable {
         let record = EntryRecord(
             url: normalized, cacheKey: cacheKey, byteCount: data.count,
             checksum: data.withUnsafeBytes(Checksum.blob), createdAt: now,
-            expiresAt: ttl.map { now + Int64(($0 * 1000).rounded()) }, lastAccess: now, facts: facts)
+            expiresAt: ttl.map { now + Int64(($0 * 1000).rounded()) }, lastAccess: now, facts: facts,
+            validators: validators)
         try writes.append(.put(record, data), durability: durability ?? configuration.durability)
         counters.puts.add(1, ordering: .relaxed)
+        return Self.info(record)
+    }
+
+    /// Gives an existing entry (fresh or expired) a new life without changing its bytes: what a
+    /// `304 Not Modified` answer to a revalidation means. Returns nil when there is no entry.
+    /// - Parameters:
+    ///   - ttl: seconds from now until it expires again; nil for never.
+    ///   - validators: new validators, or nil to keep the entry's.
+    @discardableResult
+    public func refresh(_ url: String, ttl: TimeInterval?, validators: CacheValidators? = nil,
+                        durability: Durability? = nil) throws(ImageStoreError) -> EntryInfo? {
+        try checkOpen()
+        let writes = try writePath()
+        guard let current = try get(url, allowingStale: true) else { return nil }
+        let (normalized, cacheKey) = try keys(for: url)
+        let now = Self.milliseconds(configuration.clock())
+        let record = EntryRecord(
+            url: normalized, cacheKey: cacheKey, byteCount: current.data.count, checksum: current.info.checksum,
+            createdAt: Self.milliseconds(current.info.createdAt), expiresAt: ttl.map { now + Int64(($0 * 1000).rounded()) },
+            lastAccess: now, facts: current.info.image, validators: validators ?? current.info.validators)
+        try writes.append(.put(record, current.data), durability: durability ?? configuration.durability)
         return Self.info(record)
     }
 
@@ -148,12 +172,14 @@ public final class ImageStore: Sendable {
 
     // MARK: - Reading
 
-    /// The image stored for `url`, or nil when there is none (or it expired).
+    /// The image stored for `url`, or nil when there is none or it expired. With
+    /// `allowingStale`, an expired entry not yet swept is returned with `isStale` set (for
+    /// callers that prefer an old image to none, such as offline use).
     ///
     /// The bytes are verified against their checksum first.
     /// - Throws: `checksumMismatch` when the stored bytes are corrupt (counted in
     ///   `statistics().corruptReads`, never served); URL errors; `storage`; `closed`.
-    public func get(_ url: String) throws(ImageStoreError) -> StoredImage? {
+    public func get(_ url: String, allowingStale: Bool = false) throws(ImageStoreError) -> StoredImage? {
         try checkOpen()
         let cacheKey = try keys(for: url).cacheKey
         let found: (EntryRecord, Data)?
@@ -167,12 +193,12 @@ public final class ImageStore: Sendable {
             if case .checksumMismatch = error { counters.corruptReads.add(1, ordering: .relaxed) }
             throw error
         }
-        guard let (record, data) = found, !isExpired(record) else {
+        guard let (record, data) = found, allowingStale || !isExpired(record) else {
             counters.misses.add(1, ordering: .relaxed)
             return nil
         }
         counters.hits.add(1, ordering: .relaxed)
-        return StoredImage(data: data, info: Self.info(record))
+        return StoredImage(data: data, info: Self.info(record), isStale: isExpired(record))
     }
 
     /// The metadata of the entry for `url` without reading its bytes, or nil.
@@ -287,7 +313,7 @@ public final class ImageStore: Sendable {
         EntryInfo(
             url: record.url, byteCount: record.byteCount, checksum: record.checksum,
             createdAt: date(record.createdAt), expiresAt: record.expiresAt.map(date),
-            lastAccessedAt: date(record.lastAccess), image: record.facts)
+            lastAccessedAt: date(record.lastAccess), image: record.facts, validators: record.validators)
     }
 
     /// Directories open in this process (by device and inode), to refuse a second open.

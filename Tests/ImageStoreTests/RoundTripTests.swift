@@ -110,3 +110,35 @@ import Testing
         }
     }
 }
+
+@Suite struct StaleAndValidatorTests {
+    @Test func expiredEntriesAreAvailableAsStaleOnRequest() throws {
+        let clock = ManualClock()
+        try withTemporaryStore(makeConfiguration(clock: clock)) { store throws in
+            try store.put(Data([1, 2]), for: "https://x.test/a", ttl: 10)
+            #expect(try store.get("https://x.test/a", allowingStale: true)?.isStale == false)
+            clock.advance(by: 11)
+            #expect(try store.get("https://x.test/a") == nil)
+            let stale = try #require(try store.get("https://x.test/a", allowingStale: true))
+            #expect(stale.isStale)
+            #expect(stale.data == Data([1, 2]))
+        }
+    }
+
+    @Test func validatorsAreKeptAndRefreshExtendsLifeWithoutNewBytes() throws {
+        let clock = ManualClock()
+        try withTemporaryStore(makeConfiguration(clock: clock)) { store throws in
+            let validators = CacheValidators(etag: "W/\"abc\"", lastModified: "Tue, 15 Nov 1994 12:45:26 GMT")
+            try store.put(Data([7, 7]), for: "https://x.test/a", ttl: 10, validators: validators)
+            #expect(try store.get("https://x.test/a")?.info.validators == validators)
+            clock.advance(by: 20)
+            let refreshed = try #require(try store.refresh("https://x.test/a", ttl: 60))
+            #expect(refreshed.validators == validators)
+            #expect(refreshed.expiresAt == clock.now.addingTimeInterval(60))
+            let image = try #require(try store.get("https://x.test/a"))
+            #expect(image.data == Data([7, 7]))
+            #expect(!image.isStale)
+            #expect(try store.refresh("https://x.test/missing", ttl: 1) == nil)
+        }
+    }
+}

@@ -12,17 +12,23 @@ struct EntryRecord: Sendable, Hashable {
     var expiresAt: Int64?
     var lastAccess: Int64
     var facts: ImageFacts?
+    /// The origin's cache validators, for conditional revalidation.
+    var validators = CacheValidators()
 
     func encoded() -> [UInt8] {
         let urlBytes = Array(url.utf8)
         let keyBytes = cacheKey == url ? [] : Array(cacheKey.utf8)
-        var writer = ByteWriter(capacity: StoreFormat.recordHeaderByteCount + urlBytes.count + keyBytes.count)
+        let etagBytes = Array((validators.etag ?? "").utf8.prefix(Int(UInt16.max)))
+        let modifiedBytes = Array((validators.lastModified ?? "").utf8.prefix(Int(UInt16.max)))
+        var writer = ByteWriter(capacity: StoreFormat.recordHeaderByteCount + urlBytes.count + keyBytes.count
+                                + etagBytes.count + modifiedBytes.count)
         writer.append(StoreFormat.recordVersion)
         writer.append(UInt8((expiresAt != nil ? 1 : 0) | (facts != nil ? 2 : 0)))
         writer.append(UInt16(0))
         writer.append(UInt32(urlBytes.count))
         writer.append(UInt32(keyBytes.count))
-        writer.append(UInt32(0))
+        writer.append(UInt16(etagBytes.count))
+        writer.append(UInt16(modifiedBytes.count))
         writer.append(UInt64(byteCount))
         writer.append(checksum)
         writer.append(createdAt)
@@ -41,6 +47,8 @@ struct EntryRecord: Sendable, Hashable {
         assert(writer.bytes.count == StoreFormat.recordHeaderByteCount)
         writer.append(urlBytes)
         writer.append(keyBytes)
+        writer.append(etagBytes)
+        writer.append(modifiedBytes)
         return writer.bytes
     }
 
@@ -51,7 +59,9 @@ struct EntryRecord: Sendable, Hashable {
               let flags = reader.integer(at: 1, as: UInt8.self),
               let urlCount = reader.integer(at: 4, as: UInt32.self).map(Int.init),
               let keyCount = reader.integer(at: 8, as: UInt32.self).map(Int.init),
-              bytes.count == StoreFormat.recordHeaderByteCount + urlCount + keyCount,
+              let etagCount = reader.integer(at: 12, as: UInt16.self).map(Int.init),
+              let modifiedCount = reader.integer(at: 14, as: UInt16.self).map(Int.init),
+              bytes.count == StoreFormat.recordHeaderByteCount + urlCount + keyCount + etagCount + modifiedCount,
               let byteCount = reader.integer(at: 16, as: UInt64.self), byteCount <= UInt64(Int.max),
               let checksum = reader.integer(at: 24, as: UInt64.self),
               let createdAt = reader.integer(at: 32, as: Int64.self),
@@ -66,6 +76,11 @@ struct EntryRecord: Sendable, Hashable {
             guard let key = reader.string(at: StoreFormat.recordHeaderByteCount + urlCount, count: keyCount) else { return nil }
             cacheKey = key
         }
+        let validatorsStart = StoreFormat.recordHeaderByteCount + urlCount + keyCount
+        guard let etag = reader.string(at: validatorsStart, count: etagCount),
+              let modified = reader.string(at: validatorsStart + etagCount, count: modifiedCount)
+        else { return nil }
+        validators = CacheValidators(etag: etag.isEmpty ? nil : etag, lastModified: modified.isEmpty ? nil : modified)
         self.byteCount = Int(byteCount)
         self.checksum = checksum
         self.createdAt = createdAt
@@ -89,7 +104,8 @@ struct EntryRecord: Sendable, Hashable {
     }
 
     init(url: String, cacheKey: String, byteCount: Int, checksum: UInt64, createdAt: Int64,
-         expiresAt: Int64?, lastAccess: Int64, facts: ImageFacts?) {
+         expiresAt: Int64?, lastAccess: Int64, facts: ImageFacts?, validators: CacheValidators = CacheValidators()) {
+        self.validators = validators
         self.url = url
         self.cacheKey = cacheKey
         self.byteCount = byteCount

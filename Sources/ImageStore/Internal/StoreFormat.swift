@@ -39,7 +39,8 @@
 // | 2      | 2    | reserved, 0                                                      |
 // | 4      | 4    | U: byte length of the normalised URL                             |
 // | 8      | 4    | K: byte length of the cache key when it differs from the URL, else 0 |
-// | 12     | 4    | reserved, 0                                                      |
+// | 12     | 2    | E: byte length of the HTTP `ETag` kept for revalidation, 0 if none |
+// | 14     | 2    | M: byte length of the HTTP `Last-Modified` value, 0 if none      |
 // | 16     | 8    | byte count of the blob                                           |
 // | 24     | 8    | XXH3-64 of the blob (seed 0)                                     |
 // | 32     | 8    | created-at, ms since the Unix epoch                              |
@@ -56,9 +57,11 @@
 // | 73     | 7    | reserved, 0                                                      |
 // | 80     | U    | the normalised URL, UTF-8                                        |
 // | 80+U   | K    | the cache key, UTF-8 (absent when K = 0: the key is the URL)     |
+// | 80+U+K | E    | the ETag, UTF-8                                                  |
+// | …+E    | M    | the Last-Modified value, UTF-8                                   |
 //
-// A record is valid when its version is 1, its length is exactly 80 + U + K, and its byte
-// count equals its blob's length. Readers reject anything else as corruption.
+// A record is valid when its version is 1, its length is exactly 80 + U + K + E + M, and its
+// byte count equals its blob's length. Readers reject anything else as corruption.
 //
 // ## `meta` records
 //
