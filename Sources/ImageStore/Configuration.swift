@@ -29,6 +29,24 @@ extension ImageStore {
         /// a `SIGBUS` instead of an error; off by default.
         public var writeMap = false
 
+        /// How long an entry put without a TTL lives; nil for never. Default 7 days.
+        public var defaultTTL: TimeInterval? = 7 * 86_400
+        /// When true, each read of an entry with a TTL extends its life to the read time plus
+        /// its TTL (sliding expiry). Default false.
+        public var slidingExpiration = false
+        /// How often the background sweeper deletes expired entries (wall-clock seconds); nil
+        /// to sweep only on demand (`sweepExpired()`). Default 60.
+        public var sweepInterval: TimeInterval? = 60
+        /// Entries a sweep or eviction deletes per transaction, so it never holds the writer
+        /// for long. Default 256.
+        public var sweepBatchSize = 256
+        /// The disk budget: bytes of LMDB pages the entries may occupy; nil for no budget.
+        /// When exceeded, the least recently used entries are evicted down to
+        /// `diskBudgetLowWatermark` of it. Default nil.
+        public var maxDiskBytes: Int?
+        /// The fraction of `maxDiskBytes` eviction brings the store down to. Default 0.9.
+        public var diskBudgetLowWatermark = 0.9
+
         /// When puts and removes are acknowledged, unless a call says otherwise. Default `.sync`:
         /// on stable storage. See `Durability` for what each mode survives.
         public var durability: Durability = .sync

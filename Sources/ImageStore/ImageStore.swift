@@ -26,6 +26,9 @@ public final class ImageStore: Sendable {
     let tier: DurableTier
     /// The log and its applier; nil when the store is open read-only.
     let writes: WritePath?
+    /// Access times, sweeps and the disk budget; nil when read-only.
+    let maintenance: StoreMaintenance?
+    let policy: ExpiryPolicy
     private let normalizer: URLNormalizer
     private let validator = ImageValidator()
     let counters = StoreCounters()
@@ -52,9 +55,21 @@ public final class ImageStore: Sendable {
             throw .notWritable(path: path, reason: String(cString: strerror(errno)))
         }
         guard Self.openStores.withLock({ $0.insert(identity).inserted }) else { throw .alreadyOpen(path: path) }
+        policy = ExpiryPolicy(configuration)
+        let clock = configuration.clock
         do {
             tier = try DurableTier.open(path: path, configuration: configuration)
-            writes = configuration.readOnly ? nil : try WritePath(tier: tier, configuration: configuration)
+            if configuration.readOnly {
+                maintenance = nil
+                writes = nil
+            } else {
+                let maintenance = StoreMaintenance(
+                    tier: tier, policy: policy, counters: counters, clock: { Self.milliseconds(clock()) },
+                    onRemoved: { _ in })
+                self.maintenance = maintenance
+                writes = try WritePath(tier: tier, configuration: configuration) { try? maintenance.enforceBudget() }
+                if let interval = configuration.sweepInterval { maintenance.startSweeping(every: interval) }
+            }
         } catch {
             _ = Self.openStores.withLock { $0.remove(identity) }
             throw error
@@ -71,15 +86,36 @@ public final class ImageStore: Sendable {
     /// throw `closed`. Waits for writes in progress. Idempotent.
     public func close() {
         guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        maintenance?.stop()
+        if let maintenance { try? writes?.settle(); tier.writer.sync { try? maintenance.persistAccess() } }
         writes?.close()
         tier.drainWrites()
         _ = Self.openStores.withLock { $0.remove(identity) }
+    }
+
+    /// An entry lifetime meaning "never expires", for `put(_:for:ttl:)`.
+    public static let never: TimeInterval = .infinity
+
+    /// Deletes every expired entry now, in batches (the background sweeper does the same
+    /// every `Configuration.sweepInterval`). With `dryRun`, only counts what would go.
+    /// - Throws: `readOnly` (unless `dryRun`), storage errors, `closed`.
+    @discardableResult
+    public func sweepExpired(dryRun: Bool = false) throws(ImageStoreError) -> SweepReport {
+        try checkOpen()
+        guard let maintenance, let writes else {
+            guard dryRun else { throw .readOnly(path: path) }
+            let (count, bytes) = try tier.expiredSummary(now: Self.milliseconds(configuration.clock()))
+            return SweepReport(entries: count, bytes: bytes, batches: 0)
+        }
+        try writes.settle()
+        return try ImageStoreError.rethrowing { try tier.writer.sync { try maintenance.sweep(dryRun: dryRun) } }
     }
 
     /// Closes the store as a crash would: nothing queued is written, nothing is checkpointed,
     /// the log stays as it is on disk. For tests of recovery; not public API.
     package func abandonForTesting() {
         guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        maintenance?.stop()
         writes?.abandon()
         _ = Self.openStores.withLock { $0.remove(identity) }
     }
@@ -104,7 +140,8 @@ public final class ImageStore: Sendable {
     /// Returns once the write-ahead log holds the entry as durably as `durability` asks
     /// (default: the configuration's, `.sync`: on stable storage). Reads see it at once.
     /// - Parameters:
-    ///   - ttl: seconds until the entry expires; nil for never.
+    ///   - ttl: seconds until the entry expires: nil for `Configuration.defaultTTL`,
+    ///     `ImageStore.never` (infinity) for never.
     ///   - validators: the origin's `ETag`/`Last-Modified`, kept for revalidation.
     /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `emptyData`, `entryTooLarge`,
     ///   `invalidImage` (all before anything is written); `storeFull` (it would not fit),
@@ -116,16 +153,17 @@ public final class ImageStore: Sendable {
         let writes = try writePath()
         let (normalized, cacheKey) = try keys(for: url)
         guard !data.isEmpty else { throw .emptyData }
-        guard data.count <= configuration.maxEntryBytes else {
-            throw .entryTooLarge(byteCount: data.count, limit: configuration.maxEntryBytes)
-        }
+        let limit = min(configuration.maxEntryBytes, policy.budget?.low ?? .max)
+        guard data.count <= limit else { throw .entryTooLarge(byteCount: data.count, limit: limit) }
         let facts = try validate(data, url: normalized)
         let now = Self.milliseconds(configuration.clock())
-        let record = EntryRecord(
+        let expiry = policy.expiry(now: now, ttl: ttl)
+        var record = EntryRecord(
             url: normalized, cacheKey: cacheKey, byteCount: data.count,
             checksum: data.withUnsafeBytes(Checksum.blob), createdAt: now,
-            expiresAt: ttl.map { now + Int64(($0 * 1000).rounded()) }, lastAccess: now, facts: facts,
-            validators: validators)
+            expiresAt: expiry.expiresAt, lastAccess: now, facts: facts, validators: validators)
+        record.slidingSeconds = expiry.slidingSeconds
+        maintenance?.tracker.forget(cacheKey)
         try writes.append(.put(record, data), durability: durability ?? configuration.durability)
         counters.puts.add(1, ordering: .relaxed)
         return Self.info(record)
@@ -134,7 +172,7 @@ public final class ImageStore: Sendable {
     /// Gives an existing entry (fresh or expired) a new life without changing its bytes: what a
     /// `304 Not Modified` answer to a revalidation means. Returns nil when there is no entry.
     /// - Parameters:
-    ///   - ttl: seconds from now until it expires again; nil for never.
+    ///   - ttl: seconds from now until it expires again (nil: the default TTL; `never`).
     ///   - validators: new validators, or nil to keep the entry's.
     @discardableResult
     public func refresh(_ url: String, ttl: TimeInterval?, validators: CacheValidators? = nil,
@@ -144,10 +182,13 @@ public final class ImageStore: Sendable {
         guard let current = try get(url, allowingStale: true) else { return nil }
         let (normalized, cacheKey) = try keys(for: url)
         let now = Self.milliseconds(configuration.clock())
-        let record = EntryRecord(
+        let expiry = policy.expiry(now: now, ttl: ttl)
+        var record = EntryRecord(
             url: normalized, cacheKey: cacheKey, byteCount: current.data.count, checksum: current.info.checksum,
-            createdAt: Self.milliseconds(current.info.createdAt), expiresAt: ttl.map { now + Int64(($0 * 1000).rounded()) },
+            createdAt: Self.milliseconds(current.info.createdAt), expiresAt: expiry.expiresAt,
             lastAccess: now, facts: current.info.image, validators: validators ?? current.info.validators)
+        record.slidingSeconds = expiry.slidingSeconds
+        maintenance?.tracker.forget(cacheKey)
         try writes.append(.put(record, current.data), durability: durability ?? configuration.durability)
         return Self.info(record)
     }
@@ -198,7 +239,11 @@ public final class ImageStore: Sendable {
             return nil
         }
         counters.hits.add(1, ordering: .relaxed)
-        return StoredImage(data: data, info: Self.info(record), isStale: isExpired(record))
+        let stale = isExpired(record)
+        if !stale && policy.tracksAccess { maintenance?.tracker.touch(cacheKey, at: Self.milliseconds(configuration.clock())) }
+        var info = Self.info(record)
+        if let expiresAt = effectiveExpiry(record) { info.expiresAt = Self.date(expiresAt) }
+        return StoredImage(data: data, info: info, isStale: stale)
     }
 
     /// The metadata of the entry for `url` without reading its bytes, or nil.
@@ -298,8 +343,13 @@ public final class ImageStore: Sendable {
     }
 
     private func isExpired(_ record: EntryRecord) -> Bool {
-        guard let expiresAt = record.expiresAt else { return false }
+        guard let expiresAt = effectiveExpiry(record) else { return false }
         return expiresAt <= Self.milliseconds(configuration.clock())
+    }
+
+    /// The record's expiry, moved forward by reads noted in memory when it slides.
+    private func effectiveExpiry(_ record: EntryRecord) -> Int64? {
+        policy.effectiveExpiry(of: record, lastAccess: record.slidingSeconds > 0 ? maintenance?.tracker.lastAccess(record.cacheKey) : nil)
     }
 
     private func checkOpen() throws(ImageStoreError) {
@@ -322,6 +372,8 @@ public final class ImageStore: Sendable {
 
 /// This process's counters for one store.
 final class StoreCounters: Sendable {
+    let expiredEvictions = Atomic<Int>(0)
+    let budgetEvictions = Atomic<Int>(0)
     let puts = Atomic<Int>(0)
     let hits = Atomic<Int>(0)
     let misses = Atomic<Int>(0)

@@ -9,21 +9,23 @@ final class DurableTier: Sendable {
     let environment: Environment
     let path: String
     let maxMapSize: Int
-    private let meta: Database
-    private let entries: Database
-    private let blobs: Database
+    let meta: Database
+    let entries: Database
+    let blobs: Database
+    let expiry: Database
+    let access: Database
     /// The only queue that writes to LMDB (the log applier runs on it).
     let writer = DispatchQueue(label: "imgstore.writer")
     let isReadOnly: Bool
     private let keyHasher: @Sendable (String) -> [UInt8]
 
-    private init(environment: Environment, path: String, maxMapSize: Int, databases: (Database, Database, Database),
+    private init(environment: Environment, path: String, maxMapSize: Int, databases: [Database],
                  keyHasher: @escaping @Sendable (String) -> [UInt8]) {
         self.environment = environment
         self.isReadOnly = environment.options.readOnly
         self.path = path
         self.maxMapSize = maxMapSize
-        (meta, entries, blobs) = databases
+        (meta, entries, blobs, expiry, access) = (databases[0], databases[1], databases[2], databases[3], databases[4])
         self.keyHasher = keyHasher
     }
 
@@ -58,36 +60,40 @@ final class DurableTier: Sendable {
             throw .from(error, path: path, operation: "opening the LMDB environment", maxMapSize: options.maxMapSize)
         }
         do {
-            func openDatabases(_ txn: borrowing Transaction) throws -> (Database, Database, Database) {
-                let meta: Database
-                do {
-                    meta = try txn.openDatabase(named: StoreFormat.metaDatabase, create: isNew)
-                } catch LMDBError.notFound {
-                    throw ImageStoreError.notAStore(path: path, found: "an LMDB database without imgstore's metadata")
-                }
-                if isNew {
-                    try txn.put(meta, key: StoreFormat.formatKey, value: StoreFormat.formatRecord)
-                } else {
-                    try checkFormat(txn.get(meta, key: StoreFormat.formatKey), path: path)
-                }
-                do {
-                    return (meta,
-                            try txn.openDatabase(named: StoreFormat.entriesDatabase, create: !readOnly),
-                            try txn.openDatabase(named: StoreFormat.blobsDatabase, create: !readOnly))
-                } catch LMDBError.notFound {
-                    throw ImageStoreError.corruptStore(path: path, detail: "the entries or blobs database is missing")
-                }
-            }
-            let databases: (Database, Database, Database)
+            let databases: [Database]
             if readOnly {
-                databases = try environment.read { txn in try openDatabases(txn) }
+                databases = try environment.read { txn in try openDatabases(txn, isNew: isNew, readOnly: readOnly, path: path) }
             } else {
-                databases = try environment.write { txn in try openDatabases(txn) }
+                databases = try environment.write { txn in try openDatabases(txn, isNew: isNew, readOnly: readOnly, path: path) }
             }
             return DurableTier(environment: environment, path: path, maxMapSize: options.maxMapSize,
                                databases: databases, keyHasher: configuration.keyHasher)
         } catch {
             throw .from(error, path: path, operation: "reading the store's metadata", maxMapSize: options.maxMapSize)
+        }
+    }
+
+    /// Opens (creating in a new store) the store's databases, checking the format record.
+    private static func openDatabases(_ txn: borrowing Transaction, isNew: Bool, readOnly: Bool, path: String) throws -> [Database] {
+        let meta: Database
+        do {
+            meta = try txn.openDatabase(named: StoreFormat.metaDatabase, create: isNew)
+        } catch LMDBError.notFound {
+            throw ImageStoreError.notAStore(path: path, found: "an LMDB database without imgstore's metadata")
+        }
+        if isNew {
+            try txn.put(meta, key: StoreFormat.formatKey, value: StoreFormat.formatRecord)
+        } else {
+            try checkFormat(txn.get(meta, key: StoreFormat.formatKey), path: path)
+        }
+        do {
+            let entries = try txn.openDatabase(named: StoreFormat.entriesDatabase, create: !readOnly)
+            let blobs = try txn.openDatabase(named: StoreFormat.blobsDatabase, create: !readOnly)
+            let expiry = try txn.openDatabase(named: StoreFormat.expiryDatabase, create: !readOnly)
+            let access = try txn.openDatabase(named: StoreFormat.accessDatabase, create: !readOnly)
+            return [meta, entries, blobs, expiry, access]
+        } catch LMDBError.notFound {
+            throw ImageStoreError.corruptStore(path: path, detail: "one of its databases (entries, blobs, expiry, access) is missing")
         }
     }
 
@@ -170,31 +176,6 @@ final class DurableTier: Sendable {
         }
     }
 
-    private func put(_ record: EntryRecord, data: Data, in txn: borrowing Transaction) throws {
-        let existing = try locate(record.cacheKey, in: txn)
-        let key = try existing?.key ?? freeSlot(for: record.cacheKey, in: txn)
-        try key.withUnsafeBytes { key in
-            try txn.put(blobs, key: key, reserving: data.count) { destination in
-                data.withUnsafeBytes { destination.copyMemory(from: $0) }
-            }
-        }
-        try txn.put(entries, key: key, value: record.encoded())
-        try addLogicalBytes(data.count - (existing?.record.byteCount ?? 0), in: txn)
-    }
-
-    private func remove(cacheKey: String, in txn: borrowing Transaction) throws {
-        guard let (key, record) = try locate(cacheKey, in: txn) else { return }
-        try txn.delete(entries, key: key)
-        try txn.delete(blobs, key: key)
-        try addLogicalBytes(-record.byteCount, in: txn)
-    }
-
-    private func removeAll(in txn: borrowing Transaction) throws {
-        try txn.removeAll(entries)
-        try txn.removeAll(blobs)
-        try txn.put(meta, key: StoreFormat.logicalBytesKey, value: Self.encode(UInt64(0)))
-    }
-
     /// Makes every committed transaction durable, meta page included (`mdb_env_sync(env, 1)`).
     func sync() throws(ImageStoreError) {
         do { try environment.sync(force: true) } catch {
@@ -221,7 +202,7 @@ final class DurableTier: Sendable {
 
     /// Finds the slot holding `cacheKey` by visiting every slot of its hash: a collision never
     /// returns another key's entry.
-    private func locate(_ cacheKey: String, in txn: borrowing Transaction) throws -> (key: [UInt8], record: EntryRecord)? {
+    func locate(_ cacheKey: String, in txn: borrowing Transaction) throws -> (key: [UInt8], record: EntryRecord)? {
         let hash = keyHasher(cacheKey)
         var found: (key: [UInt8], record: EntryRecord)?
         try (hash + [0, 0]).withUnsafeBytes { start in
@@ -241,7 +222,7 @@ final class DurableTier: Sendable {
     }
 
     /// The next unused collision slot for `cacheKey`'s hash.
-    private func freeSlot(for cacheKey: String, in txn: borrowing Transaction) throws -> [UInt8] {
+    func freeSlot(for cacheKey: String, in txn: borrowing Transaction) throws -> [UInt8] {
         let hash = keyHasher(cacheKey)
         var next = 0
         try (hash + [0, 0]).withUnsafeBytes { start in
@@ -257,12 +238,12 @@ final class DurableTier: Sendable {
         return hash + [UInt8(next >> 8), UInt8(next & 0xFF)]
     }
 
-    private func logicalBytes(in txn: borrowing Transaction) throws -> Int {
+    func logicalBytes(in txn: borrowing Transaction) throws -> Int {
         guard let value = try txn.get(meta, key: StoreFormat.logicalBytesKey) else { return 0 }
         return Int(ByteReader(bytes: value).integer(at: 0, as: UInt64.self) ?? 0)
     }
 
-    private func addLogicalBytes(_ delta: Int, in txn: borrowing Transaction) throws {
+    func addLogicalBytes(_ delta: Int, in txn: borrowing Transaction) throws {
         let total = try logicalBytes(in: txn) + delta
         // Invariant: the counter equals the sum of all blobs' sizes, so it never goes negative.
         assert(total >= 0, "logical-bytes counter went negative")
@@ -270,9 +251,9 @@ final class DurableTier: Sendable {
     }
 
     static func encode(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.littleEndian) { Array($0) } }
-    private static func hex(_ bytes: UnsafeRawBufferPointer) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+    static func hex(_ bytes: UnsafeRawBufferPointer) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
-    private func reading<R>(_ operation: String, _ body: (borrowing Transaction) throws -> R) throws(ImageStoreError) -> R {
+    func reading<R>(_ operation: String, _ body: (borrowing Transaction) throws -> R) throws(ImageStoreError) -> R {
         do { return try environment.read(body) } catch {
             throw .from(error, path: path, operation: operation, maxMapSize: maxMapSize)
         }
@@ -283,7 +264,7 @@ final class DurableTier: Sendable {
     /// LMDB reports a write cut short by a full disk as `EIO`, not `ENOSPC` (a short `pwrite`
     /// in `mdb_page_flush`), so an I/O error while the file system has less room left than
     /// the write needed (`bytes` plus slack for pages and metadata) is reported as a full disk.
-    private func writing<R>(_ operation: String, bytes: Int = 0, _ body: (borrowing Transaction) throws -> R) throws(ImageStoreError) -> R {
+    func writing<R>(_ operation: String, bytes: Int = 0, _ body: (borrowing Transaction) throws -> R) throws(ImageStoreError) -> R {
         // Invariant: LMDB is written only from the writer queue, so its writer lock is taken
         // and released on one thread at a time and writers never queue on it.
         dispatchPrecondition(condition: .onQueue(writer))

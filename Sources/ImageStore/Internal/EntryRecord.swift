@@ -14,6 +14,9 @@ struct EntryRecord: Sendable, Hashable {
     var facts: ImageFacts?
     /// The origin's cache validators, for conditional revalidation.
     var validators = CacheValidators()
+    /// For sliding expiry: each read moves `expiresAt` to the read time plus this many
+    /// seconds. 0 for a fixed expiry.
+    var slidingSeconds: UInt32 = 0
 
     func encoded() -> [UInt8] {
         let urlBytes = Array(url.utf8)
@@ -42,7 +45,8 @@ struct EntryRecord: Sendable, Hashable {
         writer.append(UInt32(clamping: facts?.height ?? 0))
         writer.append(UInt32(clamping: facts?.frameCount ?? 0))
         writer.append(UInt8(facts?.isInterlaced == true ? 1 : 0))
-        writer.appendZeros(7)
+        writer.appendZeros(3)
+        writer.append(slidingSeconds)
         // Invariant: the fixed header is exactly as long as the format says.
         assert(writer.bytes.count == StoreFormat.recordHeaderByteCount)
         writer.append(urlBytes)
@@ -86,6 +90,7 @@ struct EntryRecord: Sendable, Hashable {
         self.createdAt = createdAt
         self.expiresAt = flags & 1 != 0 ? expiresAt : nil
         self.lastAccess = lastAccess
+        self.slidingSeconds = reader.integer(at: 76, as: UInt32.self)!
         if flags & 2 != 0 {
             let colorType = Int(reader.integer(at: 59, as: UInt8.self)!)
             let frames = Int(reader.integer(at: 68, as: UInt32.self)!)

@@ -14,6 +14,15 @@
 // | `meta`    | ASCII name               | store-wide records, below               |
 // | `entries` | entry key (18 bytes)     | entry record (metadata only, below)     |
 // | `blobs`   | entry key (18 bytes)     | the image bytes, exactly as put         |
+// | `expiry`  | time key + entry key     | empty: one row per entry that expires   |
+// | `access`  | time key + entry key     | empty: one row per entry                |
+//
+// A time key is 8 bytes: a time in ms since the epoch as Int64, sign bit flipped, big-endian,
+// so LMDB's byte order is time order. `expiry` rows use the entry's expires-at, `access` rows
+// its last access: a sweep reads `expiry` from the start up to now, and budget eviction reads
+// `access` from the start (least recently used first), so neither ever scans the store.
+// Invariant: every entry has exactly one `access` row, and one `expiry` row iff it expires,
+// each matching its record; all are written in the entry's transaction.
 //
 // Metadata and bytes live in separate databases so listing, stats and verification of
 // metadata never touch blob pages. An entry's record and blob are always written and
@@ -54,7 +63,8 @@
 // | 64     | 4    | height                                                           |
 // | 68     | 4    | frame count, 0 when unknown                                      |
 // | 72     | 1    | 1 when interlaced / progressive                                  |
-// | 73     | 7    | reserved, 0                                                      |
+// | 73     | 3    | reserved, 0                                                      |
+// | 76     | 4    | sliding TTL in seconds: each read extends expires-at to read time plus this; 0 = fixed |
 // | 80     | U    | the normalised URL, UTF-8                                        |
 // | 80+U   | K    | the cache key, UTF-8 (absent when K = 0: the key is the URL)     |
 // | 80+U+K | E    | the ETag, UTF-8                                                  |
@@ -83,6 +93,8 @@ enum StoreFormat {
     static let metaDatabase = "meta"
     static let entriesDatabase = "entries"
     static let blobsDatabase = "blobs"
+    static let expiryDatabase = "expiry"
+    static let accessDatabase = "access"
 
     static let formatKey: [UInt8] = Array("format".utf8)
     static let logicalBytesKey: [UInt8] = Array("logical-bytes".utf8)
@@ -93,7 +105,17 @@ enum StoreFormat {
     static let recordHeaderByteCount = 80
     static let recordVersion: UInt8 = 1
 
-    /// The `format` record's value for this build.
+    /// The 8-byte time key of `milliseconds`, ordered as the times are.
+    static func timeKey(_ milliseconds: Int64) -> [UInt8] {
+        withUnsafeBytes(of: (UInt64(bitPattern: milliseconds) ^ (1 << 63)).bigEndian) { Array($0) }
+    }
+
+    /// The time in an index row's key.
+    static func time(ofIndexKey key: UnsafeRawBufferPointer) -> Int64 {
+        Int64(bitPattern: UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)) ^ (1 << 63))
+    }
+
+    /// The format record's value for this build.
     static var formatRecord: [UInt8] {
         var bytes = magic
         withUnsafeBytes(of: version.littleEndian) { bytes.append(contentsOf: $0) }

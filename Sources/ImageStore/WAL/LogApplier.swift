@@ -85,9 +85,11 @@ final class LogApplier: Sendable {
             do {
                 try tier.apply(batch)
                 index.applied(upTo: last)
-                state.withLock { $0.appliedSequence = last }
                 released(batch.reduce(0) { $0 + $1.entry.memoryCost })
+                // Housekeeping the batch triggers (the disk budget) counts as part of applying
+                // it: waiters see the sequence only once it is done.
                 afterBatch(last)
+                state.withLock { $0.appliedSequence = last }
             } catch {
                 // The records stay in the log (durable) and in the pending index (served);
                 // the store stops taking writes until it is reopened.

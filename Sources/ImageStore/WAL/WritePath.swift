@@ -20,7 +20,12 @@ final class WritePath: Sendable {
     /// Takes the writer lock, recovers the log into LMDB, checkpoints, and starts a new log.
     /// - Throws: `writerLocked`, `walCorrupt`, `storeFull` (replay needs a larger map),
     ///   `storage` and `diskFull` for I/O errors.
-    init(tier: DurableTier, configuration: ImageStore.Configuration) throws(ImageStoreError) {
+    /// Housekeeping to run after each applied batch, on the writer queue (the disk budget).
+    private let afterApply: @Sendable () -> Void
+
+    init(tier: DurableTier, configuration: ImageStore.Configuration,
+         afterApply: @escaping @Sendable () -> Void) throws(ImageStoreError) {
+        self.afterApply = afterApply
         let directory = tier.path
         self.tier = tier
         self.directory = directory
@@ -143,6 +148,7 @@ final class WritePath: Sendable {
     /// After each applied batch (on the writer queue): refresh the free-space estimate, and
     /// checkpoint when a segment has been closed.
     private func afterBatch(_ applied: UInt64) {
+        afterApply()
         if let free = try? tier.availableBytes() { availableBytes.store(free, ordering: .relaxed) }
         let done = log.takeCheckpointableSegments(appliedSequence: applied)
         if !done.isEmpty {

@@ -1,0 +1,74 @@
+import Foundation
+import Synchronization
+
+/// The store's own housekeeping on the durable tier: persisting access times, sweeping
+/// expired entries, and holding the disk budget. Every method runs on the writer queue (the
+/// single LMDB writer), in short transactions.
+final class StoreMaintenance: Sendable {
+    let tier: DurableTier
+    let policy: ExpiryPolicy
+    let tracker = AccessTracker()
+    let counters: StoreCounters
+    private let clock: @Sendable () -> Int64
+    /// Told which entries a sweep or eviction removed, so the memory tier drops them too.
+    private let onRemoved: @Sendable ([String]) -> Void
+    // The timer is only created, resumed and cancelled under this lock.
+    private let timerLock = NSLock()
+    private nonisolated(unsafe) var timer: DispatchSourceTimer?
+
+    init(tier: DurableTier, policy: ExpiryPolicy, counters: StoreCounters, clock: @escaping @Sendable () -> Int64,
+         onRemoved: @escaping @Sendable ([String]) -> Void) {
+        self.tier = tier
+        self.policy = policy
+        self.counters = counters
+        self.clock = clock
+        self.onRemoved = onRemoved
+    }
+
+    /// Writes noted access times to LMDB.
+    func persistAccess() throws(ImageStoreError) {
+        dispatchPrecondition(condition: .onQueue(tier.writer))
+        try tier.persistAccess(tracker.drain())
+    }
+
+    /// Removes every expired entry (access times first, so sliding entries read lately live on).
+    func sweep(dryRun: Bool) throws(ImageStoreError) -> SweepReport {
+        dispatchPrecondition(condition: .onQueue(tier.writer))
+        if !dryRun { try persistAccess() }
+        let removal = try tier.sweepExpired(now: clock(), batchSize: policy.sweepBatchSize, dryRun: dryRun)
+        if !dryRun {
+            counters.expiredEvictions.add(removal.cacheKeys.count, ordering: .relaxed)
+            onRemoved(removal.cacheKeys)
+        }
+        return SweepReport(entries: removal.cacheKeys.count, bytes: removal.bytes, batches: removal.batches)
+    }
+
+    /// When the pages in use exceed the budget's high watermark, evicts the least recently
+    /// accessed entries until they are under the low one. Called after every applied batch.
+    func enforceBudget() throws(ImageStoreError) {
+        dispatchPrecondition(condition: .onQueue(tier.writer))
+        guard let budget = policy.budget, try tier.occupiedBytes() > budget.high else { return }
+        try persistAccess()
+        let removal = try tier.evict(downTo: budget.low, batchSize: policy.sweepBatchSize)
+        counters.budgetEvictions.add(removal.cacheKeys.count, ordering: .relaxed)
+        onRemoved(removal.cacheKeys)
+    }
+
+    /// Sweeps (and persists access times) every `interval` seconds of wall time until `stop`.
+    func startSweeping(every interval: TimeInterval) {
+        let source = DispatchSource.makeTimerSource(queue: tier.writer)
+        source.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(Int(interval * 100)))
+        source.setEventHandler { [weak self] in _ = try? self?.sweep(dryRun: false) }
+        timerLock.withLock {
+            timer = source
+            source.resume()
+        }
+    }
+
+    func stop() {
+        timerLock.withLock {
+            timer?.cancel()
+            timer = nil
+        }
+    }
+}

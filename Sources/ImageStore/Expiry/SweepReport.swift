@@ -1,0 +1,9 @@
+/// What a sweep of expired entries (or a dry run of one) found and removed.
+public struct SweepReport: Sendable, Hashable {
+    /// Entries removed (or, in a dry run, that would be).
+    public var entries: Int
+    /// Their image bytes.
+    public var bytes: Int
+    /// Transactions the sweep used (0 in a dry run).
+    public var batches: Int
+}

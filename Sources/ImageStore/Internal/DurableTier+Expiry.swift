@@ -1,0 +1,122 @@
+import Foundation
+import LMDB
+
+/// Expiry sweeps, budget eviction and access-time persistence: the writes the store derives
+/// itself (not logged: each is re-derivable after a crash). All run on the writer queue, in
+/// batches of short transactions so they never hold the writer for long.
+extension DurableTier {
+    /// Entries removed by a sweep or an eviction.
+    struct Removal {
+        var cacheKeys: [String] = []
+        var bytes = 0
+        var batches = 0
+    }
+
+    /// Deletes every entry whose expiry is at or before `now`, `batchSize` per transaction,
+    /// visiting only expired rows of the `expiry` index. With `dryRun`, counts without deleting.
+    func sweepExpired(now: Int64, batchSize: Int, dryRun: Bool) throws(ImageStoreError) -> Removal {
+        var removal = Removal()
+        if dryRun {
+            let (count, bytes) = try expiredSummary(now: now)
+            removal.cacheKeys = Array(repeating: "", count: count)
+            removal.bytes = bytes
+            return removal
+        }
+        while true {
+            let removed = try removeBatch(from: expiry, limit: batchSize, operation: "sweeping expired entries") { time, _ in
+                time <= now
+            }
+            if removed.isEmpty { return removal }
+            removal.cacheKeys += removed.map(\.cacheKey)
+            removal.bytes += removed.reduce(0) { $0 + $1.byteCount }
+            removal.batches += 1
+        }
+    }
+
+    /// Evicts least recently accessed entries, `batchSize` per transaction, until the pages in
+    /// use are at most `targetBytes`.
+    func evict(downTo targetBytes: Int, batchSize: Int) throws(ImageStoreError) -> Removal {
+        var removal = Removal()
+        while try occupiedBytes() > targetBytes {
+            let removed = try removeBatch(from: access, limit: batchSize, operation: "evicting for the disk budget") { _, _ in true }
+            if removed.isEmpty { break }
+            removal.cacheKeys += removed.map(\.cacheKey)
+            removal.bytes += removed.reduce(0) { $0 + $1.byteCount }
+            removal.batches += 1
+        }
+        return removal
+    }
+
+    /// Removes, in one transaction, up to `limit` entries named by the first rows of `index`
+    /// for which `include(time, entryKey)` holds (rows are visited in time order, and the
+    /// scan stops at the first that does not).
+    private func removeBatch(from index: Database, limit: Int, operation: String,
+                             include: (Int64, UnsafeRawBufferPointer) -> Bool) throws(ImageStoreError) -> [EntryRecord] {
+        try writing(operation) { txn in
+            var victims: [(row: [UInt8], key: [UInt8])] = []
+            try txn.scan(index) { row, _ in
+                guard victims.count < limit, row.count == 8 + StoreFormat.entryKeyByteCount,
+                      include(StoreFormat.time(ofIndexKey: row), UnsafeRawBufferPointer(rebasing: row[8...]))
+                else { return false }
+                victims.append((Array(row), Array(row[8...])))
+                return true
+            }
+            var removed: [EntryRecord] = []
+            for victim in victims {
+                guard let value = try txn.get(entries, key: victim.key), let record = EntryRecord(decoding: value) else {
+                    try txn.delete(index, key: victim.row)  // a row for an entry that is gone
+                    continue
+                }
+                try remove(record, key: victim.key, in: txn)
+                removed.append(record)
+            }
+            return removed
+        }
+    }
+
+    /// Writes last-access times (and, for sliding entries, the expiry they extend) collected
+    /// in memory, in one transaction. Entries since removed are skipped.
+    func persistAccess(_ times: [String: Int64]) throws(ImageStoreError) {
+        guard !times.isEmpty else { return }
+        try writing("persisting access times") { txn in
+            for (cacheKey, time) in times {
+                guard let (key, old) = try locate(cacheKey, in: txn), old.lastAccess < time else { continue }
+                var record = old
+                record.lastAccess = time
+                if old.slidingSeconds > 0, let expiresAt = old.expiresAt, expiresAt > time {
+                    record.expiresAt = max(expiresAt, time + Int64(old.slidingSeconds) * 1000)
+                }
+                try update(record, replacing: old, key: key, in: txn)
+            }
+        }
+    }
+
+    /// Entries expired at `now` but not yet swept, and their bytes, from the `expiry` index.
+    func expiredSummary(now: Int64) throws(ImageStoreError) -> (count: Int, bytes: Int) {
+        try reading("counting expired entries") { txn in
+            var count = 0
+            var bytes = 0
+            try txn.scan(expiry) { row, _ in
+                guard row.count == 8 + StoreFormat.entryKeyByteCount, StoreFormat.time(ofIndexKey: row) <= now else { return false }
+                if let value = try txn.get(entries, key: UnsafeRawBufferPointer(rebasing: row[8...])),
+                   let record = EntryRecord(decoding: value) {
+                    count += 1
+                    bytes += record.byteCount
+                }
+                return true
+            }
+            return (count, bytes)
+        }
+    }
+
+    /// Bytes of LMDB pages holding data: pages in use minus pages on the free list.
+    func occupiedBytes() throws(ImageStoreError) -> Int {
+        do {
+            let stats = try environment.statistics()
+            let free = try environment.read { txn in try txn.freePageCount() }
+            return stats.usedBytes - free * stats.pageSize
+        } catch {
+            throw .from(error, path: path, operation: "measuring disk use", maxMapSize: maxMapSize)
+        }
+    }
+}
