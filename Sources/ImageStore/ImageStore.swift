@@ -93,6 +93,14 @@ public final class ImageStore: Sendable {
         _ = Self.openStores.withLock { $0.remove(identity) }
     }
 
+    /// Broken invariants of the durable tier (entries, blobs, indexes, counters), after applying
+    /// the log. Empty for a healthy store. The base of `verify`; every test runs it. Not public API.
+    package func consistencyProblems(checksums: Bool = true) throws(ImageStoreError) -> [String] {
+        try checkOpen()
+        try writes?.settle()
+        return try tier.consistencyProblems(checksums: checksums).map(\.description)
+    }
+
     /// An entry lifetime meaning "never expires", for `put(_:for:ttl:)`.
     public static let never: TimeInterval = .infinity
 
@@ -289,12 +297,17 @@ public final class ImageStore: Sendable {
         }
         var status = stat()
         let fileBytes = stat(path + "/data.mdb", &status) == 0 ? Int(status.st_blocks) * 512 : 0
+        let expired = try tier.expiredSummary(now: Self.milliseconds(configuration.clock()))
         return StoreStatistics(
             entryCount: entryCount, logicalBytes: logicalBytes, fileBytes: fileBytes,
             usedBytes: environment.usedBytes, mapSize: environment.mapSize, maxMapSize: tier.maxMapSize,
             puts: counters.puts.load(ordering: .relaxed), hits: counters.hits.load(ordering: .relaxed),
             misses: counters.misses.load(ordering: .relaxed),
-            corruptReads: counters.corruptReads.load(ordering: .relaxed))
+            corruptReads: counters.corruptReads.load(ordering: .relaxed),
+            expiredEntries: expired.count, expiredBytes: expired.bytes, occupiedBytes: try tier.occupiedBytes(),
+            maxDiskBytes: configuration.maxDiskBytes,
+            expiredEvictions: counters.expiredEvictions.load(ordering: .relaxed),
+            budgetEvictions: counters.budgetEvictions.load(ordering: .relaxed))
     }
 
     // MARK: - Helpers

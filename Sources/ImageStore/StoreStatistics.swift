@@ -20,4 +20,16 @@ public struct StoreStatistics: Sendable, Hashable, Codable {
     public var misses: Int
     /// Reads refused because the bytes did not match their checksum, by this process.
     public var corruptReads: Int
+    /// Entries past their expiry that the sweeper has not removed yet (read as absent).
+    public var expiredEntries: Int
+    /// Image bytes of those expired entries; `logicalBytes - expiredBytes` are fresh.
+    public var expiredBytes: Int
+    /// Bytes of LMDB pages holding data (in use, not on the free list): what the disk budget counts.
+    public var occupiedBytes: Int
+    /// The disk budget, if any (`Configuration.maxDiskBytes`).
+    public var maxDiskBytes: Int?
+    /// Entries removed because they expired (sweeps), by this process.
+    public var expiredEvictions: Int
+    /// Entries removed to hold the disk budget, by this process.
+    public var budgetEvictions: Int
 }

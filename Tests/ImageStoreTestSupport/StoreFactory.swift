@@ -34,6 +34,7 @@ public func withTemporaryStore<R>(
 /// Checks what the public API can see of the store's invariants: the counters match the
 /// entries, and every entry reads back with a matching checksum.
 public func checkConsistency(of store: ImageStore, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    #expect(try store.consistencyProblems() == [], sourceLocation: sourceLocation)
     let entries = try store.entries()
     let stats = try store.statistics()
     #expect(stats.entryCount == entries.count, "entry count counter", sourceLocation: sourceLocation)

@@ -26,6 +26,9 @@ enum StatsCommand: AdminCommand {
         file bytes:    \(stats.fileBytes)
         used bytes:    \(stats.usedBytes)
         map size:      \(stats.mapSize) (max \(stats.maxMapSize))
+        expired:       \(stats.expiredEntries) entries, \(stats.expiredBytes) bytes (not yet swept)
+        fresh bytes:   \(stats.logicalBytes - stats.expiredBytes)
+        occupied:      \(stats.occupiedBytes) bytes of pages\(stats.maxDiskBytes.map { " of a \($0)-byte budget" } ?? " (no disk budget)")
         """
     }
 }

@@ -5,7 +5,7 @@ import ImageStore
 /// file dispatches and turns failures into one stderr line and an exit status.
 let commands: [any AdminCommand.Type] = [
     DemoCommand.self, PutCommand.self, GetCommand.self, RemoveCommand.self, ListCommand.self, StatsCommand.self,
-    ValidateCommand.self, LogStatusCommand.self, CheckpointCommand.self,
+    ValidateCommand.self, ExpireCommand.self, LogStatusCommand.self, CheckpointCommand.self,
 ]
 
 let version = "0.1.0"

@@ -28,10 +28,11 @@ struct ExpiryPolicy: Sendable {
         return (now + milliseconds, sliding ? UInt32(clamping: Int64(seconds.rounded(.up))) : 0)
     }
 
-    /// When `record` expires, counting reads noted in memory that slide it forward.
+    /// When `record` expires, counting reads noted in memory that slide it forward (a read is
+    /// only noted while the entry is fresh, so each one extends it).
     func effectiveExpiry(of record: EntryRecord, lastAccess: Int64?) -> Int64? {
         guard let expiresAt = record.expiresAt else { return nil }
-        guard record.slidingSeconds > 0, let lastAccess, lastAccess < expiresAt else { return expiresAt }
+        guard record.slidingSeconds > 0, let lastAccess else { return expiresAt }
         return max(expiresAt, lastAccess + Int64(record.slidingSeconds) * 1000)
     }
 }

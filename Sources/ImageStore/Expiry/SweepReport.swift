@@ -6,4 +6,10 @@ public struct SweepReport: Sendable, Hashable {
     public var bytes: Int
     /// Transactions the sweep used (0 in a dry run).
     public var batches: Int
+
+    public init(entries: Int, bytes: Int, batches: Int) {
+        self.entries = entries
+        self.bytes = bytes
+        self.batches = batches
+    }
 }

@@ -83,7 +83,8 @@ extension DurableTier {
                 guard let (key, old) = try locate(cacheKey, in: txn), old.lastAccess < time else { continue }
                 var record = old
                 record.lastAccess = time
-                if old.slidingSeconds > 0, let expiresAt = old.expiresAt, expiresAt > time {
+                // Reads are only noted while the entry is fresh, so each one slides it.
+                if old.slidingSeconds > 0, let expiresAt = old.expiresAt {
                     record.expiresAt = max(expiresAt, time + Int64(old.slidingSeconds) * 1000)
                 }
                 try update(record, replacing: old, key: key, in: txn)

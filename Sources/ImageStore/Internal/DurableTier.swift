@@ -251,7 +251,7 @@ final class DurableTier: Sendable {
     }
 
     static func encode(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.littleEndian) { Array($0) } }
-    static func hex(_ bytes: UnsafeRawBufferPointer) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+    static func hex(_ bytes: some Sequence<UInt8>) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
     func reading<R>(_ operation: String, _ body: (borrowing Transaction) throws -> R) throws(ImageStoreError) -> R {
         do { return try environment.read(body) } catch {

@@ -1,0 +1,168 @@
+import Foundation
+import ImageStore
+import ImageStoreTestSupport
+import Testing
+
+@Suite struct ExpiryTests {
+    private func configuration(clock: ManualClock, defaultTTL: TimeInterval? = 3600, sliding: Bool = false,
+                               batch: Int = 256, budget: Int? = nil) -> ImageStore.Configuration {
+        var configuration = makeConfiguration(clock: clock)
+        configuration.defaultTTL = defaultTTL
+        configuration.slidingExpiration = sliding
+        configuration.sweepBatchSize = batch
+        configuration.sweepInterval = nil
+        configuration.maxDiskBytes = budget
+        return configuration
+    }
+
+    // MARK: - TTLs
+
+    @Test func defaultPerPutAndNeverTTLs() throws {
+        let clock = ManualClock()
+        try withTemporaryStore(configuration(clock: clock, defaultTTL: 100)) { store throws in
+            let base = try store.put(Data([1]), for: "https://x.test/default")
+            #expect(base.expiresAt == clock.now.addingTimeInterval(100))
+            #expect(try store.put(Data([2]), for: "https://x.test/short", ttl: 10).expiresAt == clock.now.addingTimeInterval(10))
+            #expect(try store.put(Data([3]), for: "https://x.test/never", ttl: ImageStore.never).expiresAt == nil)
+            clock.advance(by: 10)
+            #expect(try store.get("https://x.test/short") == nil)
+            #expect(try store.get("https://x.test/default") != nil)
+            clock.advance(by: 90)
+            #expect(try store.get("https://x.test/default") == nil)
+            clock.advance(by: 1e9)
+            #expect(try store.get("https://x.test/never")?.data == Data([3]))
+        }
+    }
+
+    @Test func noDefaultTTLMeansNever() throws {
+        let clock = ManualClock()
+        try withTemporaryStore(configuration(clock: clock, defaultTTL: nil)) { store throws in
+            #expect(try store.put(Data([1]), for: "https://x.test/a").expiresAt == nil)
+        }
+    }
+
+    @Test func slidingExpiryExtendsOnRead() throws {
+        let clock = ManualClock()
+        try withTemporaryStore(configuration(clock: clock, sliding: true)) { store throws in
+            try store.put(Data([1]), for: "https://x.test/read", ttl: 60)
+            try store.put(Data([2]), for: "https://x.test/unread", ttl: 60)
+            for _ in 0..<5 {
+                clock.advance(by: 50)
+                #expect(try store.get("https://x.test/read") != nil, "each read slides the expiry")
+            }
+            #expect(try store.get("https://x.test/unread") == nil)
+            // The slide survives a sweep (access times are persisted first)…
+            #expect(try store.sweepExpired().entries == 1)
+            #expect(try store.get("https://x.test/read")?.info.expiresAt == clock.now.addingTimeInterval(60))
+            clock.advance(by: 61)
+            #expect(try store.get("https://x.test/read") == nil, "…and stops when reads stop")
+        }
+    }
+
+    // MARK: - Sweeps
+
+    @Test func theSweepDeletesExactlyWhatExpiredInBatches() throws {
+        let clock = ManualClock()
+        try withTemporaryStore(configuration(clock: clock, batch: 3)) { store throws in
+            for n in 0..<20 { try store.put(Data(repeating: UInt8(n), count: 100), for: "https://x.test/\(n)", ttl: n % 2 == 0 ? 10 : 1000) }
+            clock.advance(by: 11)
+            let dry = try store.sweepExpired(dryRun: true)
+            #expect(dry == SweepReport(entries: 10, bytes: 1000, batches: 0))
+            #expect(try store.statistics().entryCount == 20, "a dry run deletes nothing")
+            let stats = try store.statistics()
+            #expect(stats.expiredEntries == 10 && stats.expiredBytes == 1000)
+            let report = try store.sweepExpired()
+            #expect(report == SweepReport(entries: 10, bytes: 1000, batches: 4))
+            #expect(Set(try store.entries().map(\.url)) == Set(stride(from: 1, to: 20, by: 2).map { "https://x.test/\($0)" }))
+            #expect(try store.statistics().expiredEvictions == 10)
+            #expect(try store.sweepExpired().entries == 0)
+        }
+    }
+
+    // MARK: - The disk budget
+
+    @Test func theBudgetHoldsAfterEveryPutAndEvictsTheLeastRecentlyUsedFirst() throws {
+        let clock = ManualClock()
+        let budget = 2 << 20
+        try withTemporaryStore(configuration(clock: clock, batch: 8, budget: budget)) { store throws in
+            var random = SeededGenerator(seed: 5)
+            try store.put(random.bytes(50_000), for: "https://x.test/favourite")
+            for n in 0..<200 {
+                clock.advance(by: 1)
+                _ = try store.get("https://x.test/favourite")
+                try store.put(random.bytes(40_000), for: "https://x.test/\(n)")
+                let stats = try store.statistics()
+                #expect(stats.occupiedBytes <= budget, "after put \(n): \(stats.occupiedBytes) bytes of pages")
+            }
+            let stats = try store.statistics()
+            #expect(stats.budgetEvictions > 100)
+            #expect(try store.get("https://x.test/favourite") != nil, "the entry read all along was never the LRU")
+            #expect(try store.get("https://x.test/0") == nil, "the oldest unread entries went first")
+            #expect(try store.get("https://x.test/199") != nil)
+        }
+    }
+
+    @Test func anEntryLargerThanTheBudgetIsRefused() throws {
+        let clock = ManualClock()
+        try withTemporaryStore(configuration(clock: clock, budget: 1 << 20)) { store throws in
+            #expect(throws: ImageStoreError.entryTooLarge(byteCount: 1 << 20, limit: Int(Double(1 << 20) * 0.9))) {
+                try store.put(Data(count: 1 << 20), for: "https://x.test/huge")
+            }
+        }
+    }
+
+    @Test func accessTimesSurviveAReopen() throws {
+        let clock = ManualClock()
+        try withTemporaryDirectory { directory throws in
+            let config = configuration(clock: clock, budget: 64 << 20)
+            do {
+                let store = try ImageStore(path: directory, configuration: config)
+                try store.put(Data([1]), for: "https://x.test/a")
+                clock.advance(by: 500)
+                _ = try store.get("https://x.test/a")
+                store.close()
+            }
+            let store = try ImageStore(path: directory, configuration: config)
+            defer { store.close() }
+            #expect(try store.entries().first?.lastAccessedAt == clock.now)
+            try checkConsistency(of: store)
+        }
+    }
+
+    // MARK: - Property test
+
+    @Test func indexesStayConsistentUnderRandomOperations() throws {
+        let clock = ManualClock()
+        var random = SeededGenerator()
+        print("ExpiryTests property seed \(random.seed) (replay with IMGSTORE_SEED=\(random.seed))")
+        try withTemporaryDirectory { directory throws in
+            let config = configuration(clock: clock, sliding: Bool.random(using: &random), batch: 4, budget: 4 << 20)
+            var store = try ImageStore(path: directory, configuration: config)
+            var model: [String: (data: Data, expiresAt: Date?)] = [:]
+            for step in 0..<300 {
+                let url = "https://x.test/\(Int.random(in: 0..<40, using: &random))"
+                switch Int.random(in: 0..<10, using: &random) {
+                case 0..<4:
+                    let data = random.bytes(Int.random(in: 1...30_000, using: &random))
+                    let ttl: TimeInterval? = [nil, 5, 50, ImageStore.never].randomElement(using: &random)!
+                    let info = try store.put(data, for: url, ttl: ttl)
+                    model[url] = (data, info.expiresAt)
+                case 4: if try store.remove(url) { model[url] = nil }
+                case 5: clock.advance(by: Double(Int.random(in: 1...20, using: &random)))
+                case 6:
+                    try store.sweepExpired()
+                    model = model.filter { $0.value.expiresAt.map { $0 > clock.now } ?? true || config.slidingExpiration }
+                case 7:
+                    store.close()
+                    store = try ImageStore(path: directory, configuration: config)
+                default:
+                    if let image = try store.get(url) {
+                        #expect(model[url]?.data == image.data, "step \(step): \(url) returned other bytes")
+                    }
+                }
+                #expect(try store.consistencyProblems() == [], "step \(step)")
+            }
+            store.close()
+        }
+    }
+}
