@@ -1,0 +1,221 @@
+import Synchronization
+
+/// A thread-safe in-memory cache with count and cost limits and least-recently-used eviction: what `NSCache` should
+/// have been.
+///
+/// On Linux, Foundation's `NSCache` evicts the *cheapest* entries first, ignores recency, and counts an entry set
+/// without a cost as zero, so its `totalCostLimit` silently does nothing. `MemoryCache` instead:
+/// - evicts in a defined order: **least recently used within a shard**. Keys are spread over
+///   ``Configuration/effectiveShardCount`` independently locked shards by hash; each is an exact LRU holding its
+///   share of the limits. With `shardCount: 1` the order is exact LRU over all keys.
+/// - keeps ``Configuration/countLimit`` and ``Configuration/totalCostLimit`` after *every* operation (each shard
+///   evicts before its lock is released, and the shards' shares sum to the global limits);
+/// - requires a positive cost for every entry and refuses entries above the per-entry cap;
+/// - never returns an entry whose `expiresAt` has passed;
+/// - does get, set and remove in O(1).
+///
+/// All methods may be called from any thread. The eviction callback runs after the lock is released.
+public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    /// Why an entry left the cache.
+    public typealias EvictionReason = MemoryCacheEvictionReason
+    /// Counters since creation.
+    public typealias Statistics = MemoryCacheStatistics
+
+    /// The configuration the cache was created with.
+    public let configuration: Configuration
+
+    @usableFromInline let shards: ContiguousArray<LRUShard<Key, Value>>
+    /// `64 - log2(shards.count)`: a key's shard is the top bits of its scrambled hash.
+    @usableFromInline let shardShift: UInt64
+    @usableFromInline let now: @Sendable () -> Int64
+    @usableFromInline let onEviction: (@Sendable (Key, Value, EvictionReason) -> Void)?
+
+    /// Creates an empty cache.
+    ///
+    /// Traps if a limit is negative or `maxEntryCost` is not positive (programmer errors).
+    public init(configuration: Configuration = .init()) {
+        if let cap = configuration.maxEntryCost { precondition(cap > 0, "MemoryCache maxEntryCost must be > 0") }
+        let n = configuration.effectiveShardCount
+        self.configuration = configuration
+        self.now = configuration.now
+        self.onEviction = configuration.onEviction
+        self.shardShift = UInt64(64 - n.trailingZeroBitCount)
+        let counts = Self.split(configuration.countLimit, into: n)
+        let costs = Self.split(configuration.totalCostLimit, into: n)
+        let cap = configuration.maxEntryCost ?? .max
+        self.shards = ContiguousArray((0..<n).map {
+            LRUShard(countLimit: counts[$0], costLimit: costs[$0], maxEntryCost: min(cap, costs[$0]))
+        })
+    }
+
+    /// `limit` divided into `n` shares that sum to it (the first shards take the remainder); `0` (unlimited) becomes
+    /// `Int.max` for every shard.
+    static func split(_ limit: Int, into n: Int) -> [Int] {
+        guard limit > 0 else { return Array(repeating: .max, count: n) }
+        return (0..<n).map { limit / n + ($0 < limit % n ? 1 : 0) }
+    }
+
+    @inlinable
+    func shard(for key: Key) -> LRUShard<Key, Value> {
+        if shards.count == 1 { return shards[0] }
+        // Fibonacci scrambling, top bits: the dictionary inside the shard uses the low bits of its own seeded hash,
+        // so the shard choice does not bunch keys within a shard's table.
+        let h = UInt64(truncatingIfNeeded: key.hashValue) &* 0x9E37_79B9_7F4A_7C15
+        return shards[Int(truncatingIfNeeded: h >> shardShift)]
+    }
+
+    // MARK: - Reading
+
+    /// The value for `key`, or `nil`. A hit becomes the most recently used entry of its shard; an entry whose
+    /// `expiresAt` has passed is removed (reason ``EvictionReason/expired``) and reads as a miss.
+    @inlinable
+    public func value(forKey key: Key) -> Value? {
+        let now = self.now
+        let result = shard(for: key).state.withLock { $0.value(forKey: key, now: now) }
+        switch result {
+        case .hit(let value):
+            return value
+        case .miss:
+            return nil
+        case .expired(let key, let value):
+            onEviction?(key, value, .expired)
+            return nil
+        }
+    }
+
+    /// The number of entries held (entries that expired but were not read since are still counted).
+    public var count: Int { shards.reduce(0) { $0 + $1.state.withLock { $0.nodes.count } } }
+
+    /// The total cost of the entries held.
+    public var totalCost: Int { shards.reduce(0) { $0 + $1.state.withLock { $0.totalCost } } }
+
+    /// Hits, misses, insertions, evictions by reason, count and total cost, summed over the shards.
+    public var statistics: Statistics {
+        var total = Statistics()
+        for shard in shards {
+            total += shard.state.withLock {
+                var s = $0.stats
+                s.count = $0.nodes.count
+                s.totalCost = $0.totalCost
+                return s
+            }
+        }
+        return total
+    }
+
+    // MARK: - Writing
+
+    /// Stores `value` under `key` as the most recently used entry, replacing any older value (the replaced value is
+    /// not reported to `onEviction`), then evicts least recently used entries of the shard until the limits hold.
+    ///
+    /// The entry is refused — and any older value under `key` dropped, so a stale value is never served after an
+    /// overwrite — if `cost` is above the per-entry cap (reason ``EvictionReason/costCap``) or `expiresAt` is not after
+    /// ``Configuration/now`` (reason ``EvictionReason/expired``).
+    ///
+    /// - Parameters:
+    ///   - cost: the entry's cost, for images their byte count. Must be > 0: a cost is never silently zero (traps).
+    ///   - expiresAt: milliseconds since the Unix epoch after which the entry is never returned; `nil` = never.
+    @inlinable
+    public func set(_ value: Value, forKey key: Key, cost: Int, expiresAt: Int64? = nil) {
+        precondition(cost > 0, "MemoryCache.set: cost must be > 0 (for image bytes, their byte count)")
+        let now = expiresAt == nil ? nil : self.now()
+        let collect = onEviction != nil
+        let evicted = shard(for: key).state.withLock {
+            var evicted: [Eviction<Key, Value>] = []
+            $0.set(
+                value, forKey: key, cost: cost, expiresAt: expiresAt ?? .max, now: now,
+                evicted: &evicted, collect: collect)
+            return evicted
+        }
+        report(evicted)
+    }
+
+    /// Removes and returns the value for `key` (reason ``EvictionReason/removed``), or returns `nil`.
+    @inlinable @discardableResult
+    public func removeValue(forKey key: Key) -> Value? {
+        let removed = shard(for: key).state.withLock { $0.removeValue(forKey: key) }
+        if let removed, let onEviction { onEviction(key, removed, .removed) }
+        return removed
+    }
+
+    /// Removes every entry (reason ``EvictionReason/removed``). Shards are emptied one after another: an entry set
+    /// concurrently may survive.
+    public func removeAll() {
+        forEachShard { state, evicted, collect in state.removeAll(reason: .removed, evicted: &evicted, collect: collect) }
+    }
+
+    /// Removes every entry whose `expiresAt` is not after ``Configuration/now`` (reason ``EvictionReason/expired``).
+    /// O(n); expired entries are otherwise removed only when read.
+    public func removeExpired() {
+        let now = self.now()
+        forEachShard { state, evicted, collect in state.removeExpired(now: now, evicted: &evicted, collect: collect) }
+    }
+
+    /// Evicts least recently used entries (reason ``EvictionReason/capacity``) until the total cost is at most `cost`.
+    /// Each shard is trimmed to its share of `cost`, so the total may end somewhat below it.
+    public func trim(toCost cost: Int) {
+        precondition(cost >= 0, "MemoryCache.trim(toCost:) needs cost >= 0")
+        let shares = Self.split(cost, into: shards.count).map { cost == 0 ? 0 : $0 }
+        var i = 0
+        forEachShard { state, evicted, collect in
+            state.trim(toCount: .max, toCost: shares[i], evicted: &evicted, collect: collect)
+            i += 1
+        }
+    }
+
+    /// Evicts least recently used entries (reason ``EvictionReason/capacity``) until at most `count` remain.
+    /// Each shard is trimmed to its share of `count`, so the total may end somewhat below it.
+    public func trim(toCount count: Int) {
+        precondition(count >= 0, "MemoryCache.trim(toCount:) needs count >= 0")
+        let shares = Self.split(count, into: shards.count).map { count == 0 ? 0 : $0 }
+        var i = 0
+        forEachShard { state, evicted, collect in
+            state.trim(toCount: shares[i], toCost: .max, evicted: &evicted, collect: collect)
+            i += 1
+        }
+    }
+
+    // MARK: - Helpers
+
+    func forEachShard(
+        _ body: (inout LRUState<Key, Value>, inout [Eviction<Key, Value>], Bool) -> Void
+    ) {
+        let collect = onEviction != nil
+        for shard in shards {
+            let evicted = shard.state.withLock { state in
+                var evicted: [Eviction<Key, Value>] = []
+                body(&state, &evicted, collect)
+                return evicted
+            }
+            report(evicted)  // outside the lock, shard by shard
+        }
+    }
+
+    @inlinable
+    func report(_ evicted: [Eviction<Key, Value>]) {
+        guard let onEviction, !evicted.isEmpty else { return }
+        for e in evicted { onEviction(e.key, e.value, e.reason) }
+    }
+
+    // MARK: - Testing support
+
+    /// Checks every internal invariant of every shard and traps on the first broken one. O(n); for tests.
+    public func _checkInvariants() {
+        var count = 0, cost = 0
+        for shard in shards {
+            shard.state.withLock {
+                $0.checkInvariants()
+                count += $0.nodes.count
+                cost += $0.totalCost
+            }
+        }
+        // Invariant: the global limits hold (the shards' shares sum to them).
+        if configuration.countLimit > 0 { precondition(count <= configuration.countLimit, "over countLimit") }
+        if configuration.totalCostLimit > 0 { precondition(cost <= configuration.totalCostLimit, "over totalCostLimit") }
+    }
+
+    /// Keys of each shard from most to least recently used; for tests of eviction order.
+    package func _keysByRecency() -> [[Key]] {
+        shards.map { $0.state.withLock { $0.keysByRecency() } }
+    }
+}
