@@ -1,3 +1,51 @@
-import CSQLite
-func _probe() { _ = sqlite3_libversion() }
-print("bench")
+import Foundation
+
+// imgstore-bench [case-prefix...] [--quick]
+//
+// Runs every benchmark case whose name starts with one of the prefixes (all cases when none is given) and prints one
+// row per (case, system). Build in release: `swift build -c release --product imgstore-bench`.
+
+#if DEBUG
+FileHandle.standardError.write(Data("""
+    ************************************************************************
+    *  WARNING: imgstore-bench was built in DEBUG mode. Numbers are       *
+    *  meaningless. Run: swift build -c release --product imgstore-bench  *
+    ************************************************************************
+
+    """.utf8))
+#endif
+
+let allCases: [BenchmarkCase] = MemoryTierCases.all
+
+var options = BenchmarkOptions()
+var prefixes: [String] = []
+for argument in CommandLine.arguments.dropFirst() {
+    switch argument {
+    case "--quick": options.quick = true
+    case "-h", "--help":
+        print("usage: imgstore-bench [case-prefix...] [--quick]\ncases:")
+        for c in allCases { print("  \(c.name)") }
+        exit(0)
+    case let flag where flag.hasPrefix("-"):
+        FileHandle.standardError.write(Data("imgstore-bench: unknown option \(flag)\n".utf8))
+        exit(2)
+    default: prefixes.append(argument)
+    }
+}
+
+let selected = allCases.filter { c in prefixes.isEmpty || prefixes.contains { c.name.hasPrefix($0) } }
+if selected.isEmpty {
+    FileHandle.standardError.write(Data("imgstore-bench: no case matches \(prefixes.joined(separator: " "))\n".utf8))
+    exit(2)
+}
+
+var rows: [[String]] = []
+var notes: [String] = []
+for benchmark in selected {
+    FileHandle.standardError.write(Data("running \(benchmark.name)…\n".utf8))
+    let measurements = benchmark.run(options)
+    rows += Report.rows(measurements)
+    notes += Report.scaling(measurements)
+}
+Report.printTable(rows)
+if !notes.isEmpty { print("\nscaling:\n  " + notes.joined(separator: "\n  ")) }
