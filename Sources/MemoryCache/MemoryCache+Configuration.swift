@@ -126,6 +126,13 @@ public struct MemoryCacheStatistics: Sendable, Hashable {
     public struct Evictions: Sendable, Hashable {
         public var capacity = 0, costCap = 0, expired = 0, removed = 0
 
+        public init(capacity: Int = 0, costCap: Int = 0, expired: Int = 0, removed: Int = 0) {
+            self.capacity = capacity
+            self.costCap = costCap
+            self.expired = expired
+            self.removed = removed
+        }
+
         /// The count for `reason`.
         public subscript(reason: MemoryCacheEvictionReason) -> Int {
             get {

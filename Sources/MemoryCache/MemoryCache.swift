@@ -55,13 +55,15 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         return (0..<n).map { limit / n + ($0 < limit % n ? 1 : 0) }
     }
 
+    /// The shard that owns `key`. An index rather than the shard itself: returning the object would retain and
+    /// release it on every operation (an atomic write to a line other threads use).
     @inlinable
-    func shard(for key: Key) -> LRUShard<Key, Value> {
-        if shards.count == 1 { return shards[0] }
+    func shardIndex(for key: Key) -> Int {
+        if shards.count == 1 { return 0 }
         // Fibonacci scrambling, top bits: the dictionary inside the shard uses the low bits of its own seeded hash,
         // so the shard choice does not bunch keys within a shard's table.
         let h = UInt64(truncatingIfNeeded: key.hashValue) &* 0x9E37_79B9_7F4A_7C15
-        return shards[Int(truncatingIfNeeded: h >> shardShift)]
+        return Int(truncatingIfNeeded: h >> shardShift)
     }
 
     // MARK: - Reading
@@ -70,8 +72,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// `expiresAt` has passed is removed (reason ``EvictionReason/expired``) and reads as a miss.
     @inlinable
     public func value(forKey key: Key) -> Value? {
-        let now = self.now
-        let result = shard(for: key).state.withLock { $0.value(forKey: key, now: now) }
+        // The clock is read through `self` only for entries that can expire: copying the closure out would retain
+        // its context on every lookup, and two threads doing that fight over one reference count.
+        let result = shards[shardIndex(for: key)].state.withLock { $0.value(forKey: key, now: { self.now() }) }
         switch result {
         case .hit(let value):
             return value
@@ -120,7 +123,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         precondition(cost > 0, "MemoryCache.set: cost must be > 0 (for image bytes, their byte count)")
         let now = expiresAt == nil ? nil : self.now()
         let collect = onEviction != nil
-        let evicted = shard(for: key).state.withLock {
+        let evicted = shards[shardIndex(for: key)].state.withLock {
             var evicted: [Eviction<Key, Value>] = []
             $0.set(
                 value, forKey: key, cost: cost, expiresAt: expiresAt ?? .max, now: now,
@@ -133,7 +136,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// Removes and returns the value for `key` (reason ``EvictionReason/removed``), or returns `nil`.
     @inlinable @discardableResult
     public func removeValue(forKey key: Key) -> Value? {
-        let removed = shard(for: key).state.withLock { $0.removeValue(forKey: key) }
+        let removed = shards[shardIndex(for: key)].state.withLock { $0.removeValue(forKey: key) }
         if let removed, let onEviction { onEviction(key, removed, .removed) }
         return removed
     }

@@ -82,6 +82,10 @@ enum BenchmarkRunner {
                 latencies.append(Double(nanoseconds() - t0) / Double(end - i))
                 i = end
             }
+            if ProcessInfo.processInfo.environment["BENCH_DEBUG"] != nil {
+                let ws = wallStart.withLock { $0 }
+                print("thread \(t): done at +\(Double(nanoseconds() &- ws) / 1e6) ms, batches \(latencies.count)")
+            }
             results.withLock { $0.append((bytes, latencies)) }
         }
         _ = elapsed

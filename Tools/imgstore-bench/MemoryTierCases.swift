@@ -5,7 +5,7 @@ import Synchronization
 /// The memory tier against Foundation's `NSCache` with the same limits (NSCache is always given the cost).
 ///
 /// Keys are `Int` for `MemoryCache` and pre-built `NSNumber`s for `NSCache`, so neither pays for key construction;
-/// values are one shared small buffer whose *cost* is the image size, so the cache, not memory bandwidth, is measured.
+/// values are small distinct buffers whose *cost* is the image size, so the cache, not memory bandwidth, is measured.
 /// MB/s is that nominal cost served (get) or stored (set) per second.
 enum MemoryTierCases {
     static let all: [BenchmarkCase] = [
@@ -29,12 +29,13 @@ enum MemoryTierCases {
         let trace = uniformTrace(keys: residentKeys, count: 1 << 20, seed: 7)
         let offset = hit ? 0 : residentKeys  // misses look up keys residentKeys..<2*residentKeys
         let ops = options.ops(2_000_000)
+        let values = makeValues(residentKeys)
 
         let mine = makeMemoryCache(countLimit: 2 * residentKeys, costLimit: limit)
         let theirs = NSCacheBox(countLimit: 2 * residentKeys, costLimit: limit, keys: 2 * residentKeys)
         for k in 0..<residentKeys {
-            mine.set(payload, forKey: k, cost: sizes[k])
-            theirs.cache.setObject(theirs.object, forKey: theirs.keys[k], cost: sizes[k])
+            mine.set(values[k], forKey: k, cost: sizes[k])
+            theirs.cache.setObject(theirs.objects[k], forKey: theirs.keys[k], cost: sizes[k])
         }
         var results: [Measurement] = []
         for threads in threadCounts {
@@ -63,6 +64,7 @@ enum MemoryTierCases {
         let keySpace = 100_000  // far more than the ~400 entries 64 MiB holds, so a set never finds its key
         let sizes = ImageSizeMix.sizes(keys: keySpace, seed: 42)
         let ops = options.ops(1_000_000)
+        let values = makeValues(keySpace)
         var results: [Measurement] = []
         for threads in threadCounts {
             let mine = makeMemoryCache(countLimit: 0, costLimit: 64 << 20)
@@ -71,7 +73,7 @@ enum MemoryTierCases {
                 var bytes = 0
                 for i in r {
                     let k = (i &* 7 &+ t &* 50_021) % keySpace
-                    mine.set(payload, forKey: k, cost: sizes[k])
+                    mine.set(values[k], forKey: k, cost: sizes[k])
                     bytes &+= sizes[k]
                 }
                 return bytes
@@ -80,7 +82,7 @@ enum MemoryTierCases {
                 var bytes = 0
                 for i in r {
                     let k = (i &* 7 &+ t &* 50_021) % keySpace
-                    theirs.cache.setObject(theirs.object, forKey: theirs.keys[k], cost: sizes[k])
+                    theirs.cache.setObject(theirs.objects[k], forKey: theirs.keys[k], cost: sizes[k])
                     bytes &+= sizes[k]
                 }
                 return bytes
@@ -96,6 +98,7 @@ enum MemoryTierCases {
         let sizes = ImageSizeMix.sizes(keys: keys, seed: 42)
         let trace = ZipfGenerator(keys: keys, exponent: 0.9).trace(count: 300_000, seed: 7)
         let limit = 64 << 20
+        let values = makeValues(keys)
         let name = "memory.zipf-hit-ratio"
 
         func replay(_ system: String, get: @escaping @Sendable (Int) -> Bool, set: @escaping @Sendable (Int) -> Void)
@@ -119,17 +122,19 @@ enum MemoryTierCases {
         let lru = MemoryCache<Int, Data>(configuration: .init(countLimit: 0, totalCostLimit: limit, shardCount: 1))
         let theirs = NSCacheBox(countLimit: 0, costLimit: limit, keys: keys)
         return [
-            replay(imgstore, get: { mine.value(forKey: $0) != nil }, set: { mine.set(payload, forKey: $0, cost: sizes[$0]) }),
-            replay("LRU (1 shard)", get: { lru.value(forKey: $0) != nil }, set: { lru.set(payload, forKey: $0, cost: sizes[$0]) }),
+            replay(imgstore, get: { mine.value(forKey: $0) != nil }, set: { mine.set(values[$0], forKey: $0, cost: sizes[$0]) }),
+            replay("LRU (1 shard)", get: { lru.value(forKey: $0) != nil }, set: { lru.set(values[$0], forKey: $0, cost: sizes[$0]) }),
             replay(nscache, get: { theirs.cache.object(forKey: theirs.keys[$0]) != nil }, set: {
-                theirs.cache.setObject(theirs.object, forKey: theirs.keys[$0], cost: sizes[$0])
+                theirs.cache.setObject(theirs.objects[$0], forKey: theirs.keys[$0], cost: sizes[$0])
             }),
         ]
     }
 
     // MARK: - Setup
 
-    static let payload = Data(count: 64)
+    /// One small, distinct buffer per key: a shared one would make every hit retain the same object, and the two
+    /// threads would then fight over its reference count instead of measuring the cache.
+    static func makeValues(_ n: Int) -> [Data] { (0..<n).map { _ in Data(count: 64) } }
 
     static func makeMemoryCache(countLimit: Int, costLimit: Int) -> MemoryCache<Int, Data> {
         MemoryCache(configuration: .init(countLimit: countLimit, totalCostLimit: costLimit))
@@ -143,12 +148,13 @@ enum MemoryTierCases {
 final class NSCacheBox: @unchecked Sendable {
     let cache = NSCache<NSNumber, NSData>()
     let keys: [NSNumber]
-    /// The one value every entry holds.
-    let object = NSData(data: Data(count: 64))
+    /// One small, distinct value per key.
+    let objects: [NSData]
 
     init(countLimit: Int, costLimit: Int, keys: Int) {
         cache.countLimit = countLimit
         cache.totalCostLimit = costLimit
         self.keys = (0..<keys).map { NSNumber(value: $0) }
+        self.objects = (0..<keys).map { _ in NSData(data: Data(count: 64)) }
     }
 }
