@@ -8,10 +8,25 @@ import Synchronization
 final class LRUShard<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     // Guarded by itself: everything mutable in a shard is inside this mutex.
     @usableFromInline let state: Mutex<LRUState<Key, Value>>
+    @usableFromInline let sanitizer = ThreadSanitizerAnnotations()
     private let padding: (Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64) = (0, 0, 0, 0, 0, 0, 0, 0)
 
     init(countLimit: Int, costLimit: Int, maxEntryCost: Int) {
         state = Mutex(LRUState(countLimit: countLimit, costLimit: costLimit, maxEntryCost: maxEntryCost))
+    }
+
+    /// Runs `body` with the shard's state locked. Every access to the state goes through here.
+    @inlinable
+    func withLock<R>(_ body: (inout LRUState<Key, Value>) -> R) -> R {
+        state.withLock { state in
+            if let acquire = sanitizer.acquire {
+                let me = Unmanaged.passUnretained(self).toOpaque()
+                acquire(me)
+                defer { sanitizer.release?(me) }
+                return body(&state)
+            }
+            return body(&state)
+        }
     }
 }
 

@@ -74,7 +74,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     public func value(forKey key: Key) -> Value? {
         // The clock is read through `self` only for entries that can expire: copying the closure out would retain
         // its context on every lookup, and two threads doing that fight over one reference count.
-        let result = shards[shardIndex(for: key)].state.withLock { $0.value(forKey: key, now: { self.now() }) }
+        let result = shards[shardIndex(for: key)].withLock { $0.value(forKey: key, now: { self.now() }) }
         switch result {
         case .hit(let value):
             return value
@@ -87,16 +87,16 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     }
 
     /// The number of entries held (entries that expired but were not read since are still counted).
-    public var count: Int { shards.reduce(0) { $0 + $1.state.withLock { $0.nodes.count } } }
+    public var count: Int { shards.reduce(0) { $0 + $1.withLock { $0.nodes.count } } }
 
     /// The total cost of the entries held.
-    public var totalCost: Int { shards.reduce(0) { $0 + $1.state.withLock { $0.totalCost } } }
+    public var totalCost: Int { shards.reduce(0) { $0 + $1.withLock { $0.totalCost } } }
 
     /// Hits, misses, insertions, evictions by reason, count and total cost, summed over the shards.
     public var statistics: Statistics {
         var total = Statistics()
         for shard in shards {
-            total += shard.state.withLock {
+            total += shard.withLock {
                 var s = $0.stats
                 s.count = $0.nodes.count
                 s.totalCost = $0.totalCost
@@ -123,7 +123,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         precondition(cost > 0, "MemoryCache.set: cost must be > 0 (for image bytes, their byte count)")
         let now = expiresAt == nil ? nil : self.now()
         let collect = onEviction != nil
-        let evicted = shards[shardIndex(for: key)].state.withLock {
+        let evicted = shards[shardIndex(for: key)].withLock {
             var evicted: [Eviction<Key, Value>] = []
             $0.set(
                 value, forKey: key, cost: cost, expiresAt: expiresAt ?? .max, now: now,
@@ -136,7 +136,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// Removes and returns the value for `key` (reason ``EvictionReason/removed``), or returns `nil`.
     @inlinable @discardableResult
     public func removeValue(forKey key: Key) -> Value? {
-        let removed = shards[shardIndex(for: key)].state.withLock { $0.removeValue(forKey: key) }
+        let removed = shards[shardIndex(for: key)].withLock { $0.removeValue(forKey: key) }
         if let removed, let onEviction { onEviction(key, removed, .removed) }
         return removed
     }
@@ -185,7 +185,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ) {
         let collect = onEviction != nil
         for shard in shards {
-            let evicted = shard.state.withLock { state in
+            let evicted = shard.withLock { state in
                 var evicted: [Eviction<Key, Value>] = []
                 body(&state, &evicted, collect)
                 return evicted
@@ -206,7 +206,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     public func _checkInvariants() {
         var count = 0, cost = 0
         for shard in shards {
-            shard.state.withLock {
+            shard.withLock {
                 $0.checkInvariants()
                 count += $0.nodes.count
                 cost += $0.totalCost
@@ -219,6 +219,6 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// Keys of each shard from most to least recently used; for tests of eviction order.
     package func _keysByRecency() -> [[Key]] {
-        shards.map { $0.state.withLock { $0.keysByRecency() } }
+        shards.map { $0.withLock { $0.keysByRecency() } }
     }
 }

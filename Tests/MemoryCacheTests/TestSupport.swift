@@ -28,18 +28,23 @@ final class ManualClock: Sendable {
 }
 
 /// Every eviction callback, in order.
-final class EvictionLog: Sendable {
+///
+/// Guarded by an `NSLock` (a pthread mutex) rather than `Synchronization.Mutex`, which ThreadSanitizer cannot see on
+/// Linux (see `ThreadSanitizerAnnotations` in the module); hence `@unchecked Sendable`: `entries` is only touched
+/// under `lock`.
+final class EvictionLog: @unchecked Sendable {
     struct Entry: Hashable, Sendable {
         var key: Int
         var value: String
         var reason: MemoryCacheEvictionReason
     }
 
-    private let entries = Mutex<[Entry]>([])
+    private let lock = NSLock()
+    private var entries: [Entry] = []
     func record(_ key: Int, _ value: String, _ reason: MemoryCacheEvictionReason) {
-        entries.withLock { $0.append(Entry(key: key, value: value, reason: reason)) }
+        lock.withLock { entries.append(Entry(key: key, value: value, reason: reason)) }
     }
-    var all: [Entry] { entries.withLock { $0 } }
+    var all: [Entry] { lock.withLock { entries } }
     var keys: [Int] { all.map(\.key) }
     func reasons(_ reason: MemoryCacheEvictionReason) -> [Int] { all.filter { $0.reason == reason }.map(\.key) }
 }
