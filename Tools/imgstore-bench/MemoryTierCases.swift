@@ -39,7 +39,7 @@ enum MemoryTierCases {
         }
         var results: [Measurement] = []
         for threads in threadCounts {
-            results.append(BenchmarkRunner.measure(name, system: imgstore, threads: threads, opsPerThread: ops) { t, r in
+            results.append(BenchmarkRunner.measure(name, system: imgstore, threads: threads, opsPerThread: ops, repetitions: options.repetitions) { t, r in
                 var bytes = 0
                 for i in r {
                     let k = trace[(i &+ t &* 499_979) & (trace.count - 1)]
@@ -47,7 +47,7 @@ enum MemoryTierCases {
                 }
                 return bytes
             })
-            results.append(BenchmarkRunner.measure(name, system: nscache, threads: threads, opsPerThread: ops) { t, r in
+            results.append(BenchmarkRunner.measure(name, system: nscache, threads: threads, opsPerThread: ops, repetitions: options.repetitions) { t, r in
                 var bytes = 0
                 for i in r {
                     let k = trace[(i &+ t &* 499_979) & (trace.count - 1)]
@@ -69,7 +69,7 @@ enum MemoryTierCases {
         for threads in threadCounts {
             let mine = makeMemoryCache(countLimit: 0, costLimit: 64 << 20)
             let theirs = NSCacheBox(countLimit: 0, costLimit: 64 << 20, keys: keySpace)
-            results.append(BenchmarkRunner.measure("memory.set-evict", system: imgstore, threads: threads, opsPerThread: ops) { t, r in
+            results.append(BenchmarkRunner.measure("memory.set-evict", system: imgstore, threads: threads, opsPerThread: ops, repetitions: options.repetitions) { t, r in
                 var bytes = 0
                 for i in r {
                     let k = (i &* 7 &+ t &* 50_021) % keySpace
@@ -78,7 +78,7 @@ enum MemoryTierCases {
                 }
                 return bytes
             })
-            results.append(BenchmarkRunner.measure("memory.set-evict", system: nscache, threads: threads, opsPerThread: ops) { t, r in
+            results.append(BenchmarkRunner.measure("memory.set-evict", system: nscache, threads: threads, opsPerThread: ops, repetitions: options.repetitions) { t, r in
                 var bytes = 0
                 for i in r {
                     let k = (i &* 7 &+ t &* 50_021) % keySpace

@@ -21,7 +21,9 @@ var options = BenchmarkOptions()
 var prefixes: [String] = []
 for argument in CommandLine.arguments.dropFirst() {
     switch argument {
-    case "--quick": options.quick = true
+    case "--quick":
+        options.quick = true
+        options.repetitions = 1
     case "-h", "--help":
         print("usage: imgstore-bench [case-prefix...] [--quick]\ncases:")
         for c in allCases { print("  \(c.name)") }
@@ -39,6 +41,13 @@ if selected.isEmpty {
     exit(2)
 }
 
+let cores = ProcessInfo.processInfo.activeProcessorCount
+let startLoad = BenchmarkRunner.loadAverage()
+if let load = startLoad, load > 0.5 {
+    FileHandle.standardError.write(Data(
+        "imgstore-bench: WARNING: load average \(load) on \(cores) cores: other work will distort the numbers, most of all the 2-thread ones\n".utf8))
+}
+
 var rows: [[String]] = []
 var notes: [String] = []
 for benchmark in selected {
@@ -47,5 +56,6 @@ for benchmark in selected {
     rows += Report.rows(measurements)
     notes += Report.scaling(measurements)
 }
+print("imgstore-bench: \(cores) cores, load average \(startLoad.map { String($0) } ?? "?") at start, \(options.quick ? "quick" : "best of \(options.repetitions) runs")")
 Report.printTable(rows)
 if !notes.isEmpty { print("\nscaling:\n  " + notes.joined(separator: "\n  ")) }
