@@ -43,11 +43,15 @@ extension MemoryCache {
         /// 64 entries of ``countLimit``, less than 1024 units of ``totalCostLimit``, or less than 4 × ``maxEntryCost``.
         public var shardCount: Int?
 
+        /// Which entries are evicted first. Default ``MemoryCachePolicy/tinyLFU``.
+        public var policy: MemoryCachePolicy
+
         /// Creates a configuration; every parameter has the default described on its property.
         public init(
             countLimit: Int = 0,
             totalCostLimit: Int = 64 << 20,
             maxEntryCost: Int? = nil,
+            policy: MemoryCachePolicy = .tinyLFU,
             shardCount: Int? = nil,
             now: @escaping @Sendable () -> Int64 = MemoryCache.wallClockMilliseconds,
             onEviction: (@Sendable (Key, Value, EvictionReason) -> Void)? = nil
@@ -55,6 +59,7 @@ extension MemoryCache {
             self.countLimit = countLimit
             self.totalCostLimit = totalCostLimit
             self.maxEntryCost = maxEntryCost
+            self.policy = policy
             self.shardCount = shardCount
             self.now = now
             self.onEviction = onEviction
@@ -87,6 +92,19 @@ extension MemoryCache {
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
+}
+
+/// Which entries a ``MemoryCache`` evicts first. Either way the limits hold after every operation, and each shard
+/// (see ``MemoryCache/Configuration/shardCount``) applies the policy to its own keys.
+public enum MemoryCachePolicy: Sendable, Hashable {
+    /// Least recently used first: exact LRU within each shard.
+    case lru
+    /// W-TinyLFU (the policy of Caffeine): a small LRU window (1% of the limits) admits new entries; leaving it, an
+    /// entry must have been used more often recently (by a count-min frequency sketch) than the main space's LRU
+    /// victim, or it is the one evicted. The main space is a segmented LRU (probation; protected, up to 80%). Keeps
+    /// popular entries against scans and one-hit wonders; a `set` into a full cache may therefore be evicted at once
+    /// (reason ``MemoryCacheEvictionReason/capacity``).
+    case tinyLFU
 }
 
 /// Why an entry left a ``MemoryCache`` (overwriting a key with `set` is not an eviction).

@@ -20,11 +20,13 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     public typealias EvictionReason = MemoryCacheEvictionReason
     /// Counters since creation.
     public typealias Statistics = MemoryCacheStatistics
+    /// What is evicted first.
+    public typealias Policy = MemoryCachePolicy
 
     /// The configuration the cache was created with.
     public let configuration: Configuration
 
-    @usableFromInline let shards: ContiguousArray<LRUShard<Key, Value>>
+    @usableFromInline let shards: ContiguousArray<Shard<Key, Value>>
     /// `64 - log2(shards.count)`: a key's shard is the top bits of its scrambled hash.
     @usableFromInline let shardShift: UInt64
     @usableFromInline let now: @Sendable () -> Int64
@@ -44,7 +46,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         let costs = Self.split(configuration.totalCostLimit, into: n)
         let cap = configuration.maxEntryCost ?? .max
         self.shards = ContiguousArray((0..<n).map {
-            LRUShard(countLimit: counts[$0], costLimit: costs[$0], maxEntryCost: min(cap, costs[$0]))
+            Shard(ShardState(
+                countLimit: counts[$0], costLimit: costs[$0], maxEntryCost: min(cap, costs[$0]),
+                policy: configuration.policy))
         })
     }
 
@@ -58,12 +62,10 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// The shard that owns `key`. An index rather than the shard itself: returning the object would retain and
     /// release it on every operation (an atomic write to a line other threads use).
     @inlinable
-    func shardIndex(for key: Key) -> Int {
-        if shards.count == 1 { return 0 }
+    func shardIndex(forHash hash: Int) -> Int {
         // Fibonacci scrambling, top bits: the dictionary inside the shard uses the low bits of its own seeded hash,
-        // so the shard choice does not bunch keys within a shard's table.
-        let h = UInt64(truncatingIfNeeded: key.hashValue) &* 0x9E37_79B9_7F4A_7C15
-        return Int(truncatingIfNeeded: h >> shardShift)
+        // so the shard choice does not bunch keys within a shard's table. (`>>` by 64, for one shard, gives 0.)
+        Int(truncatingIfNeeded: (UInt64(truncatingIfNeeded: hash) &* 0x9E37_79B9_7F4A_7C15) >> shardShift)
     }
 
     // MARK: - Reading
@@ -74,7 +76,10 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     public func value(forKey key: Key) -> Value? {
         // The clock is read through `self` only for entries that can expire: copying the closure out would retain
         // its context on every lookup, and two threads doing that fight over one reference count.
-        let result = shards[shardIndex(for: key)].withLock { $0.value(forKey: key, now: { self.now() }) }
+        let hash = key.hashValue
+        let result = shards[shardIndex(forHash: hash)].withLock {
+            $0.value(forKey: key, hash: hash, now: { self.now() })
+        }
         switch result {
         case .hit(let value):
             return value
@@ -123,10 +128,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         precondition(cost > 0, "MemoryCache.set: cost must be > 0 (for image bytes, their byte count)")
         let now = expiresAt == nil ? nil : self.now()
         let collect = onEviction != nil
-        let evicted = shards[shardIndex(for: key)].withLock {
+        let hash = key.hashValue
+        let evicted = shards[shardIndex(forHash: hash)].withLock {
             var evicted: [Eviction<Key, Value>] = []
             $0.set(
-                value, forKey: key, cost: cost, expiresAt: expiresAt ?? .max, now: now,
+                value, forKey: key, hash: hash, cost: cost, expiresAt: expiresAt ?? .max, now: now,
                 evicted: &evicted, collect: collect)
             return evicted
         }
@@ -136,7 +142,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// Removes and returns the value for `key` (reason ``EvictionReason/removed``), or returns `nil`.
     @inlinable @discardableResult
     public func removeValue(forKey key: Key) -> Value? {
-        let removed = shards[shardIndex(for: key)].withLock { $0.removeValue(forKey: key) }
+        let removed = shards[shardIndex(forHash: key.hashValue)].withLock { $0.removeValue(forKey: key) }
         if let removed, let onEviction { onEviction(key, removed, .removed) }
         return removed
     }
@@ -181,7 +187,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     // MARK: - Helpers
 
     func forEachShard(
-        _ body: (inout LRUState<Key, Value>, inout [Eviction<Key, Value>], Bool) -> Void
+        _ body: (inout ShardState<Key, Value>, inout [Eviction<Key, Value>], Bool) -> Void
     ) {
         let collect = onEviction != nil
         for shard in shards {

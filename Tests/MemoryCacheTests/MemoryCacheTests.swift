@@ -110,10 +110,15 @@ import Testing
 
     /// The sharded cache keeps the global limits after every operation and never returns a value other than the
     /// last one set under a key.
-    @Test func shardedCacheKeepsGlobalLimitsAndNeverServesStaleValues() {
-        let seed = testSeed("sharded")
+    @Test(arguments: [MemoryCachePolicy.lru, .tinyLFU], [1, 4])
+    func limitsHoldAfterEveryOperationAndNoValueIsStale(policy: MemoryCachePolicy, shardCount: Int) {
+        let seed = testSeed("limits(\(policy), shards: \(shardCount))")
         var rng = SeededGenerator(seed: seed)
-        let cache = makeCache(countLimit: 40, totalCostLimit: 4_000, maxEntryCost: 200, shardCount: 4)
+        let clock = ManualClock()
+        let log = EvictionLog()
+        let cache = makeCache(
+            countLimit: 40, totalCostLimit: 4_000, maxEntryCost: 200, policy: policy, shardCount: shardCount,
+            clock: clock, log: log)
         var latest: [Int: String] = [:]
         for step in 0..<5_000 {
             let key = Int.random(in: 0..<100, using: &rng)
@@ -122,14 +127,53 @@ import Testing
                 if let v = cache.value(forKey: key) { #expect(v == latest[key], "seed \(seed) step \(step)") }
             case ..<9:
                 let v = "\(key)@\(step)"
-                cache.set(v, forKey: key, cost: Int.random(in: 1...260, using: &rng))
+                let ttl: Int64? = Bool.random(using: &rng) ? Int64.random(in: 0...50, using: &rng) : nil
+                cache.set(v, forKey: key, cost: Int.random(in: 1...260, using: &rng), expiresAt: ttl.map { clock.now + $0 })
                 latest[key] = v
             default:
+                if Int.random(in: 0..<10, using: &rng) == 0 { cache.trim(toCost: Int.random(in: 0...4_000, using: &rng)) }
                 cache.removeValue(forKey: key)
                 latest[key] = nil
             }
+            clock.advance(by: Int64.random(in: 0...2, using: &rng))
             #expect(cache.count <= 40 && cache.totalCost <= 4_000, "seed \(seed) step \(step)")
+            if step % 97 == 0 { cache._checkInvariants() }
         }
+        cache._checkInvariants()
+        // Every entry that left was reported exactly once: inserted = held + evicted (overwrites aside).
+        let s = cache.statistics
+        #expect(log.all.count == s.evictions.total, "seed \(seed)")
+    }
+}
+
+@Suite struct TinyLFUTests {
+    /// A few popular keys survive a long scan of keys used once; under LRU the scan flushes them.
+    @Test(arguments: [MemoryCachePolicy.lru, .tinyLFU])
+    func popularKeysSurviveAScan(policy: MemoryCachePolicy) {
+        let cache = makeCache(countLimit: 100, policy: policy)
+        for round in 0..<5 {
+            for k in 0..<50 where cache.value(forKey: k) == nil { cache.set("hot \(round)", forKey: k, cost: 1) }
+        }
+        for k in 1_000..<2_000 where cache.value(forKey: k) == nil { cache.set("scan", forKey: k, cost: 1) }
+        let survivors = (0..<50).filter { cache.value(forKey: $0) != nil }.count
+        if policy == .tinyLFU { #expect(survivors >= 45) } else { #expect(survivors == 0) }
+        cache._checkInvariants()
+    }
+
+    @Test func newEntryIsAdmittedWhileThereIsRoom() {
+        let cache = makeCache(countLimit: 10, policy: .tinyLFU)
+        for k in 0..<10 { cache.set("v", forKey: k, cost: 1) }
+        #expect((0..<10).allSatisfy { cache.value(forKey: $0) == "v" })
+        cache._checkInvariants()
+    }
+
+    @Test func overwriteIsNeverStaleEvenWhenTheNewValueLosesAdmission() {
+        let cache = makeCache(countLimit: 4, policy: .tinyLFU)
+        for _ in 0..<5 { for k in 0..<4 { if cache.value(forKey: k) == nil { cache.set("old", forKey: k, cost: 1) } } }
+        cache.set("new", forKey: 99, cost: 1)
+        #expect(cache.value(forKey: 99) == nil || cache.value(forKey: 99) == "new")
+        cache.set("new", forKey: 2, cost: 1)
+        #expect(cache.value(forKey: 2) == "new")
         cache._checkInvariants()
     }
 }
@@ -307,11 +351,12 @@ import Testing
 @Suite struct ConcurrencyTests {
     /// Four threads of random gets, sets, removes and trims; afterwards the cache is consistent and within limits.
     /// Run under `swift test --sanitize=thread` too.
-    @Test(arguments: [1, 8])
-    func stressFromFourThreads(shardCount: Int) async {
-        let seed = testSeed("stress(shards: \(shardCount))")
+    @Test(arguments: [MemoryCachePolicy.lru, .tinyLFU], [1, 8])
+    func stressFromFourThreads(policy: MemoryCachePolicy, shardCount: Int) async {
+        let seed = testSeed("stress(\(policy), shards: \(shardCount))")
         let log = EvictionLog()
-        let cache = makeCache(countLimit: 64, totalCostLimit: 2_000, maxEntryCost: 100, shardCount: shardCount, log: log)
+        let cache = makeCache(
+            countLimit: 64, totalCostLimit: 2_000, maxEntryCost: 100, policy: policy, shardCount: shardCount, log: log)
         await withTaskGroup(of: Void.self) { group in
             for t in 0..<4 {
                 group.addTask {

@@ -2,18 +2,20 @@ import Foundation
 import MemoryCache
 import Synchronization
 
-/// A cache for tests: exact LRU (one shard) unless told otherwise, small limits, an optional manual clock and an
+/// A cache for tests: exact LRU (one shard, policy `.lru`) unless told otherwise, small limits, an optional manual clock and an
 /// eviction log.
 func makeCache(
     countLimit: Int = 0,
     totalCostLimit: Int = 0,
     maxEntryCost: Int? = nil,
+    policy: MemoryCachePolicy = .lru,
     shardCount: Int? = 1,
     clock: ManualClock? = nil,
     log: EvictionLog? = nil
 ) -> MemoryCache<Int, String> {
     var configuration = MemoryCache<Int, String>.Configuration(
-        countLimit: countLimit, totalCostLimit: totalCostLimit, maxEntryCost: maxEntryCost, shardCount: shardCount)
+        countLimit: countLimit, totalCostLimit: totalCostLimit, maxEntryCost: maxEntryCost, policy: policy,
+        shardCount: shardCount)
     if let clock { configuration.now = { clock.now } }
     if let log { configuration.onEviction = { key, value, reason in log.record(key, value, reason) } }
     return MemoryCache(configuration: configuration)
