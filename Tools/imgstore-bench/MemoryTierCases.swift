@@ -17,7 +17,10 @@ enum MemoryTierCases {
 
     static let threadCounts = [1, 2]
     static let residentKeys = 10_000
-    static let imgstore = "MemoryCache"
+    /// imgstore's cache with its default policy first (the base of the ratios), then with plain LRU.
+    static let policies: [(policy: MemoryCachePolicy, name: String)] = [
+        (MemoryCache<Int, Data>.Configuration().policy, "MemoryCache"), (.lru, "MemoryCache .lru"),
+    ]
     static let nscache = "NSCache"
 
     // MARK: - Cases
@@ -31,22 +34,24 @@ enum MemoryTierCases {
         let ops = options.ops(2_000_000)
         let values = makeValues(residentKeys)
 
-        let mine = makeMemoryCache(countLimit: 2 * residentKeys, costLimit: limit)
+        let mine = policies.map { makeMemoryCache(countLimit: 2 * residentKeys, costLimit: limit, policy: $0.policy) }
         let theirs = NSCacheBox(countLimit: 2 * residentKeys, costLimit: limit, keys: 2 * residentKeys)
         for k in 0..<residentKeys {
-            mine.set(values[k], forKey: k, cost: sizes[k])
+            for cache in mine { cache.set(values[k], forKey: k, cost: sizes[k]) }
             theirs.cache.setObject(theirs.objects[k], forKey: theirs.keys[k], cost: sizes[k])
         }
         var results: [Measurement] = []
         for threads in threadCounts {
-            results.append(BenchmarkRunner.measure(name, system: imgstore, threads: threads, opsPerThread: ops, repetitions: options.repetitions) { t, r in
-                var bytes = 0
-                for i in r {
-                    let k = trace[(i &+ t &* 499_979) & (trace.count - 1)]
-                    if mine.value(forKey: k &+ offset) != nil { bytes &+= sizes[k] }
-                }
-                return bytes
-            })
+            for (cache, system) in zip(mine, policies.map(\.name)) {
+                results.append(BenchmarkRunner.measure(name, system: system, threads: threads, opsPerThread: ops, repetitions: options.repetitions) { t, r in
+                    var bytes = 0
+                    for i in r {
+                        let k = trace[(i &+ t &* 499_979) & (trace.count - 1)]
+                        if cache.value(forKey: k &+ offset) != nil { bytes &+= sizes[k] }
+                    }
+                    return bytes
+                })
+            }
             results.append(BenchmarkRunner.measure(name, system: nscache, threads: threads, opsPerThread: ops, repetitions: options.repetitions) { t, r in
                 var bytes = 0
                 for i in r {
@@ -67,17 +72,19 @@ enum MemoryTierCases {
         let values = makeValues(keySpace)
         var results: [Measurement] = []
         for threads in threadCounts {
-            let mine = makeMemoryCache(countLimit: 0, costLimit: 64 << 20)
             let theirs = NSCacheBox(countLimit: 0, costLimit: 64 << 20, keys: keySpace)
-            results.append(BenchmarkRunner.measure("memory.set-evict", system: imgstore, threads: threads, opsPerThread: ops, repetitions: options.repetitions) { t, r in
-                var bytes = 0
-                for i in r {
-                    let k = (i &* 7 &+ t &* 50_021) % keySpace
-                    mine.set(values[k], forKey: k, cost: sizes[k])
-                    bytes &+= sizes[k]
-                }
-                return bytes
-            })
+            for (policy, system) in policies {
+                let mine = makeMemoryCache(countLimit: 0, costLimit: 64 << 20, policy: policy)
+                results.append(BenchmarkRunner.measure("memory.set-evict", system: system, threads: threads, opsPerThread: ops, repetitions: options.repetitions) { t, r in
+                    var bytes = 0
+                    for i in r {
+                        let k = (i &* 7 &+ t &* 50_021) % keySpace
+                        mine.set(values[k], forKey: k, cost: sizes[k])
+                        bytes &+= sizes[k]
+                    }
+                    return bytes
+                })
+            }
             results.append(BenchmarkRunner.measure("memory.set-evict", system: nscache, threads: threads, opsPerThread: ops, repetitions: options.repetitions) { t, r in
                 var bytes = 0
                 for i in r {
@@ -118,12 +125,15 @@ enum MemoryTierCases {
             return m
         }
 
-        let mine = makeMemoryCache(countLimit: 0, costLimit: limit)
-        let lru = MemoryCache<Int, Data>(configuration: .init(countLimit: 0, totalCostLimit: limit, shardCount: 1))
         let theirs = NSCacheBox(countLimit: 0, costLimit: limit, keys: keys)
-        return [
-            replay(imgstore, get: { mine.value(forKey: $0) != nil }, set: { mine.set(values[$0], forKey: $0, cost: sizes[$0]) }),
-            replay("LRU (1 shard)", get: { lru.value(forKey: $0) != nil }, set: { lru.set(values[$0], forKey: $0, cost: sizes[$0]) }),
+        var systems = policies.map { ($0.name, makeMemoryCache(countLimit: 0, costLimit: limit, policy: $0.policy)) }
+        for policy in [MemoryCachePolicy.tinyLFU, .lru] {
+            let exact = MemoryCache<Int, Data>(configuration: .init(totalCostLimit: limit, policy: policy, shardCount: 1))
+            systems.append(("\(policy == .lru ? "LRU" : "W-TinyLFU") 1 shard", exact))
+        }
+        return systems.map { system, cache in
+            replay(system, get: { cache.value(forKey: $0) != nil }, set: { cache.set(values[$0], forKey: $0, cost: sizes[$0]) })
+        } + [
             replay(nscache, get: { theirs.cache.object(forKey: theirs.keys[$0]) != nil }, set: {
                 theirs.cache.setObject(theirs.objects[$0], forKey: theirs.keys[$0], cost: sizes[$0])
             }),
@@ -136,8 +146,8 @@ enum MemoryTierCases {
     /// threads would then fight over its reference count instead of measuring the cache.
     static func makeValues(_ n: Int) -> [Data] { (0..<n).map { _ in Data(count: 64) } }
 
-    static func makeMemoryCache(countLimit: Int, costLimit: Int) -> MemoryCache<Int, Data> {
-        MemoryCache(configuration: .init(countLimit: countLimit, totalCostLimit: costLimit))
+    static func makeMemoryCache(countLimit: Int, costLimit: Int, policy: MemoryCachePolicy) -> MemoryCache<Int, Data> {
+        MemoryCache(configuration: .init(countLimit: countLimit, totalCostLimit: costLimit, policy: policy))
     }
 }
 
