@@ -37,9 +37,9 @@ extension MemoryCache {
         /// How many independently locked shards the keys are spread over (by hash); `nil` (default) chooses
         /// automatically. Rounded up to a power of two, at most 64.
         ///
-        /// Each shard is an exact LRU with `1/shardCount` of each limit (the remainder going to the first shards), so
-        /// the global limits hold after every operation; eviction order is *per-shard* LRU. `1` gives one exact LRU
-        /// over all keys (slower under contention). Automatic: 16 shards, halved while a shard would get fewer than
+        /// Each shard applies ``policy`` to its keys with `1/shardCount` of each limit (the remainder going to the first
+        /// shards), so the global limits hold after every operation; eviction order is *per shard*. `1` applies the
+        /// policy over all keys (exact LRU for `.lru`), at the price of one lock for every thread. Automatic: 16 shards, halved while a shard would get fewer than
         /// 64 entries of ``countLimit``, less than 1024 units of ``totalCostLimit``, or less than 4 × ``maxEntryCost``.
         public var shardCount: Int?
 

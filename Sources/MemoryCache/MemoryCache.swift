@@ -1,20 +1,26 @@
 import Synchronization
 
-/// A thread-safe in-memory cache with count and cost limits and least-recently-used eviction: what `NSCache` should
-/// have been.
+/// A thread-safe in-memory cache with count and cost limits: what `NSCache` should have been.
 ///
 /// On Linux, Foundation's `NSCache` evicts the *cheapest* entries first, ignores recency, and counts an entry set
 /// without a cost as zero, so its `totalCostLimit` silently does nothing. `MemoryCache` instead:
-/// - evicts in a defined order: **least recently used within a shard**. Keys are spread over
-///   ``Configuration/effectiveShardCount`` independently locked shards by hash; each is an exact LRU holding its
-///   share of the limits. With `shardCount: 1` the order is exact LRU over all keys.
-/// - keeps ``Configuration/countLimit`` and ``Configuration/totalCostLimit`` after *every* operation (each shard
-///   evicts before its lock is released, and the shards' shares sum to the global limits);
+/// - keeps ``Configuration/countLimit`` and ``Configuration/totalCostLimit`` after *every* operation: keys are spread
+///   by hash over ``Configuration/effectiveShardCount`` independently locked shards, each holds a fixed share of both
+///   limits (the shares sum to the limits) and evicts before its lock is released;
+/// - evicts in a defined order, per shard: W-TinyLFU by default (``Policy/tinyLFU``: recency *and* frequency, the
+///   policy of Caffeine), or exact LRU (``Policy/lru``). With `shardCount: 1` the order is over all keys;
 /// - requires a positive cost for every entry and refuses entries above the per-entry cap;
 /// - never returns an entry whose `expiresAt` has passed;
-/// - does get, set and remove in O(1).
+/// - does get, set and remove in O(1) (amortised, for the frequency sketch's ageing).
+///
+/// Overwriting a key replaces its value at once; a `set` that is refused (cost cap, already expired) still drops the
+/// older value, so after `set(v, forKey: k, …)` the cache returns `v` or nothing for `k`, never an older value.
 ///
 /// All methods may be called from any thread. The eviction callback runs after the lock is released.
+///
+/// Why shards: one lock around an LRU serialises every read, since a hit moves a list node; two threads then run
+/// slower than one. Each shard is a `Mutex` in its own padded allocation, so threads touching different shards share
+/// no written cache line.
 public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Why an entry left the cache.
     public typealias EvictionReason = MemoryCacheEvictionReason
@@ -70,8 +76,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     // MARK: - Reading
 
-    /// The value for `key`, or `nil`. A hit becomes the most recently used entry of its shard; an entry whose
-    /// `expiresAt` has passed is removed (reason ``EvictionReason/expired``) and reads as a miss.
+    /// The value for `key`, or `nil`. A hit counts as a use (most recently used; for W-TinyLFU also more frequent);
+    /// an entry whose `expiresAt` has passed is removed (reason ``EvictionReason/expired``) and reads as a miss.
     @inlinable
     public func value(forKey key: Key) -> Value? {
         // The clock is read through `self` only for entries that can expire: copying the closure out would retain
@@ -114,7 +120,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     // MARK: - Writing
 
     /// Stores `value` under `key` as the most recently used entry, replacing any older value (the replaced value is
-    /// not reported to `onEviction`), then evicts least recently used entries of the shard until the limits hold.
+    /// not reported to `onEviction`), then evicts from the shard until the limits hold (under W-TinyLFU the new entry
+    /// itself may lose admission to a more frequently used one and be evicted at once, reason
+    /// ``EvictionReason/capacity``).
     ///
     /// The entry is refused — and any older value under `key` dropped, so a stale value is never served after an
     /// overwrite — if `cost` is above the per-entry cap (reason ``EvictionReason/costCap``) or `expiresAt` is not after
@@ -160,7 +168,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         forEachShard { state, evicted, collect in state.removeExpired(now: now, evicted: &evicted, collect: collect) }
     }
 
-    /// Evicts least recently used entries (reason ``EvictionReason/capacity``) until the total cost is at most `cost`.
+    /// Evicts entries in eviction order (LRU: least recently used first; W-TinyLFU: probation, then protected, then
+    /// window, each least recently used first; reason ``EvictionReason/capacity``) until the total cost is at most `cost`.
     /// Each shard is trimmed to its share of `cost`, so the total may end somewhat below it.
     public func trim(toCost cost: Int) {
         precondition(cost >= 0, "MemoryCache.trim(toCost:) needs cost >= 0")
@@ -172,7 +181,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         }
     }
 
-    /// Evicts least recently used entries (reason ``EvictionReason/capacity``) until at most `count` remain.
+    /// Evicts entries in eviction order (see ``trim(toCost:)``; reason ``EvictionReason/capacity``) until at most
+    /// `count` remain.
     /// Each shard is trimmed to its share of `count`, so the total may end somewhat below it.
     public func trim(toCount count: Int) {
         precondition(count >= 0, "MemoryCache.trim(toCount:) needs count >= 0")

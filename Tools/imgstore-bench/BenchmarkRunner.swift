@@ -29,6 +29,8 @@ struct Measurement: Sendable {
     var seconds: Double
     /// Per-operation latencies in nanoseconds, one sample per timed batch (the batch time divided by its size).
     var latencies: [Double]
+    /// CPU time the measuring threads got, summed: `cpuSeconds / seconds` is how many cores the run really had.
+    var cpuSeconds: Double = 0
     /// For hit-ratio cases: hits / lookups; the ratio column then compares hit ratios instead of throughput.
     var hitRatio: Double? = nil
 
@@ -79,7 +81,7 @@ enum BenchmarkRunner {
         // Warm-up (caches, page faults, branch predictors), same shape as the timed run.
         if warmUp { runThreads(threads) { t in _ = body(t, 0..<max(1, opsPerThread / 10)) } }
 
-        let results = Mutex<[(bytes: Int, latencies: [Double])]>([])
+        let results = Mutex<[(bytes: Int, latencies: [Double], cpu: Double)]>([])
         let started = Atomic<Int>(0)
         let wallStart = Mutex<UInt64>(0)
         let elapsed = runThreads(threads) { t in
@@ -90,6 +92,7 @@ enum BenchmarkRunner {
             started.add(1, ordering: .acquiringAndReleasing)
             while started.load(ordering: .acquiring) < threads {}
             if t == 0 { wallStart.withLock { $0 = nanoseconds() } }
+            let cpuStart = threadCPUNanoseconds()
             var i = 0
             while i < opsPerThread {
                 let end = min(i + batch, opsPerThread)
@@ -98,7 +101,8 @@ enum BenchmarkRunner {
                 latencies.append(Double(nanoseconds() - t0) / Double(end - i))
                 i = end
             }
-            results.withLock { $0.append((bytes, latencies)) }
+            let cpu = Double(threadCPUNanoseconds() - cpuStart) / 1e9
+            results.withLock { $0.append((bytes, latencies, cpu)) }
         }
         _ = elapsed
         let end = nanoseconds()
@@ -106,7 +110,15 @@ enum BenchmarkRunner {
         let all = results.withLock { $0 }
         return Measurement(
             caseName: caseName, system: system, threads: threads, operations: opsPerThread * threads,
-            bytes: all.reduce(0) { $0 + $1.bytes }, seconds: seconds, latencies: all.flatMap(\.latencies))
+            bytes: all.reduce(0) { $0 + $1.bytes }, seconds: seconds, latencies: all.flatMap(\.latencies),
+            cpuSeconds: all.reduce(0) { $0 + $1.cpu })
+    }
+
+    /// CPU time consumed by the calling thread.
+    static func threadCPUNanoseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
     /// The 1-minute load average, or nil if unknown: measurements on a busy machine understate multi-thread scaling.

@@ -3,7 +3,9 @@ import Foundation
 /// The results table: one row per (case, system); within a case the first row is imgstore's and every other row
 /// shows imgstore's advantage over it (`imgstore ÷ alternative`, in throughput, or in hit ratio for hit-ratio cases).
 enum Report {
-    static let header = ["case", "system", "thr", "ops/s", "MB/s", "p50", "p99", "hit%", "imgstore÷this"]
+    /// `cores`: CPU time the threads got over wall time. Well below `thr` means other processes took the cores and
+    /// the row understates what the system can do on that many threads.
+    static let header = ["case", "system", "thr", "cores", "ops/s", "MB/s", "p50", "p99", "hit%", "imgstore÷this"]
 
     /// Rows for one case's measurements; the base of each row is the first measurement with the same thread count.
     static func rows(_ measurements: [Measurement]) -> [[String]] {
@@ -18,7 +20,7 @@ enum Report {
                 ratio = String(format: "%.2f×", base.opsPerSecond / m.opsPerSecond)
             }
             return [
-                m.caseName, m.system, "\(m.threads)", formatCount(m.opsPerSecond),
+                m.caseName, m.system, "\(m.threads)", String(format: "%.2f", m.cpuSeconds / m.seconds), formatCount(m.opsPerSecond),
                 m.bytes == 0 ? "-" : String(format: "%.0f", m.megabytesPerSecond),
                 formatNanoseconds(m.p50), formatNanoseconds(m.p99),
                 m.hitRatio.map { String(format: "%.1f", $0 * 100) } ?? "-", ratio,
