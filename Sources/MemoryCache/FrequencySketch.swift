@@ -41,7 +41,10 @@ struct FrequencySketch: Sendable {
         let mixed = UInt64(truncatingIfNeeded: hash) &* 0x9E37_79B9_7F4A_7C15
         let word = Int(truncatingIfNeeded: mixed >> shift)
         let pick = (mixed ^ (mixed >> 29)) &* 0xBF58_476D_1CE4_E5B9  // independent bits for the counters
-        return (word, ((pick & 3) << 2, 16 + ((pick >> 8) & 3) << 2, 32 + ((pick >> 16) & 3) << 2, 48 + ((pick >> 24) & 3) << 2))
+        return (
+            word,
+            ((pick & 3) << 2, 16 + ((pick >> 8) & 3) << 2, 32 + ((pick >> 16) & 3) << 2, 48 + ((pick >> 24) & 3) << 2)
+        )
     }
 
     /// The estimated number of recent uses of the key with this hash (0...15).

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 extension MemoryCache {
@@ -17,10 +17,10 @@ extension MemoryCache {
         /// The most total cost (for images: bytes) the cache holds at once; `0` means unlimited. Default 64 MiB.
         public var totalCostLimit: Int
 
-        /// An entry whose cost is above this is not cached (and any older value under its key is dropped), so one huge
-        /// image cannot flush everything; it is counted as an eviction with reason ``MemoryCacheEvictionReason/costCap``.
-        /// `nil` means no cap of its own. Either way an entry must also fit in its shard's share of
-        /// ``totalCostLimit`` (`totalCostLimit / shardCount`, see ``shardCount``); a larger one is refused the same way.
+        /// An entry whose cost is above this is not cached (and any older value under its key is dropped), so one
+        /// huge image cannot flush everything; it counts as an eviction with reason `.costCap`. `nil` means no cap of
+        /// its own. Either way an entry must also fit in its shard's share of ``totalCostLimit``
+        /// (`totalCostLimit / shardCount`, see ``shardCount``); a larger one is refused the same way.
         public var maxEntryCost: Int?
 
         /// The clock that decides expiry, in milliseconds since the Unix epoch. Default: the wall clock.
@@ -37,10 +37,11 @@ extension MemoryCache {
         /// How many independently locked shards the keys are spread over (by hash); `nil` (default) chooses
         /// automatically. Rounded up to a power of two, at most 64.
         ///
-        /// Each shard applies ``policy`` to its keys with `1/shardCount` of each limit (the remainder going to the first
-        /// shards), so the global limits hold after every operation; eviction order is *per shard*. `1` applies the
-        /// policy over all keys (exact LRU for `.lru`), at the price of one lock for every thread. Automatic: 16 shards, halved while a shard would get fewer than
-        /// 64 entries of ``countLimit``, less than 1024 units of ``totalCostLimit``, or less than 4 × ``maxEntryCost``.
+        /// Each shard applies ``policy`` to its keys with `1/shardCount` of each limit (the remainder going to the
+        /// first shards), so the global limits hold after every operation; eviction order is *per shard*. `1` applies
+        /// the policy over all keys (exact LRU for `.lru`), at the price of one lock for every thread. Automatic: 16
+        /// shards, halved while a shard would get fewer than 64 entries of ``countLimit``, less than 1024 units of
+        /// ``totalCostLimit``, or less than 4 × ``maxEntryCost``.
         public var shardCount: Int?
 
         /// Which entries are evicted first. Default ``MemoryCachePolicy/tinyLFU``.

@@ -51,11 +51,13 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         let counts = Self.split(configuration.countLimit, into: n)
         let costs = Self.split(configuration.totalCostLimit, into: n)
         let cap = configuration.maxEntryCost ?? .max
-        self.shards = ContiguousArray((0..<n).map {
-            Shard(ShardState(
-                countLimit: counts[$0], costLimit: costs[$0], maxEntryCost: min(cap, costs[$0]),
-                policy: configuration.policy))
-        })
+        self.shards = ContiguousArray(
+            (0..<n).map {
+                Shard(
+                    ShardState(
+                        countLimit: counts[$0], costLimit: costs[$0], maxEntryCost: min(cap, costs[$0]),
+                        policy: configuration.policy))
+            })
     }
 
     /// `limit` divided into `n` shares that sum to it (the first shards take the remainder); `0` (unlimited) becomes
@@ -125,8 +127,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// ``EvictionReason/capacity``).
     ///
     /// The entry is refused — and any older value under `key` dropped, so a stale value is never served after an
-    /// overwrite — if `cost` is above the per-entry cap (reason ``EvictionReason/costCap``) or `expiresAt` is not after
-    /// ``Configuration/now`` (reason ``EvictionReason/expired``).
+    /// overwrite — if `cost` is above the per-entry cap (reason ``EvictionReason/costCap``) or `expiresAt` is not
+    /// after ``Configuration/now`` (reason ``EvictionReason/expired``).
     ///
     /// - Parameters:
     ///   - cost: the entry's cost, for images their byte count. Must be > 0: a cost is never silently zero (traps).
@@ -158,7 +160,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// Removes every entry (reason ``EvictionReason/removed``). Shards are emptied one after another: an entry set
     /// concurrently may survive.
     public func removeAll() {
-        forEachShard { state, evicted, collect in state.removeAll(reason: .removed, evicted: &evicted, collect: collect) }
+        forEachShard { state, evicted, collect in state.removeAll(reason: .removed, evicted: &evicted, collect: collect)
+        }
     }
 
     /// Removes every entry whose `expiresAt` is not after ``Configuration/now`` (reason ``EvictionReason/expired``).
@@ -169,7 +172,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     }
 
     /// Evicts entries in eviction order (LRU: least recently used first; W-TinyLFU: probation, then protected, then
-    /// window, each least recently used first; reason ``EvictionReason/capacity``) until the total cost is at most `cost`.
+    /// window, each least recently used first; reason ``EvictionReason/capacity``) until the total cost is at most
+    /// `cost`.
     /// Each shard is trimmed to its share of `cost`, so the total may end somewhat below it.
     public func trim(toCost cost: Int) {
         precondition(cost >= 0, "MemoryCache.trim(toCost:) needs cost >= 0")
@@ -230,7 +234,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         }
         // Invariant: the global limits hold (the shards' shares sum to them).
         if configuration.countLimit > 0 { precondition(count <= configuration.countLimit, "over countLimit") }
-        if configuration.totalCostLimit > 0 { precondition(cost <= configuration.totalCostLimit, "over totalCostLimit") }
+        if configuration.totalCostLimit > 0 {
+            precondition(cost <= configuration.totalCostLimit, "over totalCostLimit")
+        }
     }
 
     /// Keys of each shard from most to least recently used; for tests of eviction order.

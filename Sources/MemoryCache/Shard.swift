@@ -140,7 +140,9 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         self.countLimit = countLimit
         self.costLimit = costLimit
         self.maxEntryCost = maxEntryCost
-        func share(_ limit: Int, _ percent: Int) -> Int { limit == .max ? .max : max(1, limit / 100 * percent + limit % 100 * percent / 100) }
+        func share(_ limit: Int, _ percent: Int) -> Int {
+            limit == .max ? .max : max(1, limit / 100 * percent + limit % 100 * percent / 100)
+        }
         switch policy {
         case .lru:
             sketch = nil

@@ -128,10 +128,13 @@ import Testing
             case ..<9:
                 let v = "\(key)@\(step)"
                 let ttl: Int64? = Bool.random(using: &rng) ? Int64.random(in: 0...50, using: &rng) : nil
-                cache.set(v, forKey: key, cost: Int.random(in: 1...260, using: &rng), expiresAt: ttl.map { clock.now + $0 })
+                cache.set(
+                    v, forKey: key, cost: Int.random(in: 1...260, using: &rng), expiresAt: ttl.map { clock.now + $0 })
                 latest[key] = v
             default:
-                if Int.random(in: 0..<10, using: &rng) == 0 { cache.trim(toCost: Int.random(in: 0...4_000, using: &rng)) }
+                if Int.random(in: 0..<10, using: &rng) == 0 {
+                    cache.trim(toCost: Int.random(in: 0...4_000, using: &rng))
+                }
                 cache.removeValue(forKey: key)
                 latest[key] = nil
             }
@@ -264,13 +267,14 @@ import Testing
         clock.advance(by: 1)
         _ = cache.value(forKey: 5)
         cache.removeAll()
-        #expect(log.all == [
-            .init(key: 1, value: "a", reason: .capacity),
-            .init(key: 4, value: "d", reason: .costCap),
-            .init(key: 2, value: "b", reason: .removed),
-            .init(key: 5, value: "e", reason: .expired),
-            .init(key: 3, value: "c", reason: .removed),
-        ])
+        #expect(
+            log.all == [
+                .init(key: 1, value: "a", reason: .capacity),
+                .init(key: 4, value: "d", reason: .costCap),
+                .init(key: 2, value: "b", reason: .removed),
+                .init(key: 5, value: "e", reason: .expired),
+                .init(key: 3, value: "c", reason: .removed),
+            ])
         var expected = MemoryCacheStatistics()
         expected.hits = 0
         expected.misses = 1
@@ -280,12 +284,15 @@ import Testing
     }
 
     @Test func callbackRunsOutsideTheLockSoItMayUseTheCache() {
-        let cache = MemoryCache<Int, String>(configuration: .init(countLimit: 1, shardCount: 1, onEviction: { _, _, _ in }))
-        let reentrant = MemoryCache<Int, String>(configuration: .init(
-            countLimit: 1, shardCount: 1,
-            onEviction: { key, _, _ in cache.set("evicted \(key)", forKey: key, cost: 1) }))
+        let cache = MemoryCache<Int, String>(
+            configuration: .init(countLimit: 1, shardCount: 1, onEviction: { _, _, _ in }))
+        let reentrant = MemoryCache<Int, String>(
+            configuration: .init(
+                countLimit: 1, shardCount: 1,
+                onEviction: { key, _, _ in cache.set("evicted \(key)", forKey: key, cost: 1) }))
         reentrant.set("a", forKey: 1, cost: 1)
-        reentrant.set("b", forKey: 2, cost: 1)  // would deadlock if called under the lock of `reentrant` … and of `cache`
+        // Would deadlock (a Mutex is not recursive) if the callback ran under the lock of `reentrant`.
+        reentrant.set("b", forKey: 2, cost: 1)
         #expect(cache.value(forKey: 1) == "evicted 1")
     }
 
@@ -327,11 +334,14 @@ import Testing
 }
 
 @Suite struct ConfigurationTests {
-    @Test(arguments: [
-        (0, 64 << 20, nil, 16), (100, 0, nil, 1), (1_000, 0, nil, 8), (0, 10_000, nil, 8), (0, 64 << 20, 8 << 20, 2),
-    ] as [(Int, Int, Int?, Int)])
+    @Test(
+        arguments: [
+            (0, 64 << 20, nil, 16), (100, 0, nil, 1), (1_000, 0, nil, 8), (0, 10_000, nil, 8),
+            (0, 64 << 20, 8 << 20, 2),
+        ] as [(Int, Int, Int?, Int)])
     func automaticShardCount(countLimit: Int, costLimit: Int, cap: Int?, expected: Int) {
-        let config = MemoryCache<Int, Int>.Configuration(countLimit: countLimit, totalCostLimit: costLimit, maxEntryCost: cap)
+        let config = MemoryCache<Int, Int>.Configuration(
+            countLimit: countLimit, totalCostLimit: costLimit, maxEntryCost: cap)
         #expect(config.effectiveShardCount == expected)
     }
 

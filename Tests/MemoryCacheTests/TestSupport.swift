@@ -2,8 +2,8 @@ import Foundation
 import MemoryCache
 import Synchronization
 
-/// A cache for tests: exact LRU (one shard, policy `.lru`) unless told otherwise, small limits, an optional manual clock and an
-/// eviction log.
+/// A cache for tests: exact LRU (one shard, policy `.lru`) unless told otherwise, small limits, an optional manual
+/// clock and an eviction log.
 func makeCache(
     countLimit: Int = 0,
     totalCostLimit: Int = 0,
@@ -66,7 +66,8 @@ struct SeededGenerator: RandomNumberGenerator {
 
 /// The seed from `IMGSTORE_SEED`, else a fresh one; printed either way so a failure can be replayed.
 func testSeed(_ test: String) -> UInt64 {
-    let seed = ProcessInfo.processInfo.environment["IMGSTORE_SEED"].flatMap { UInt64($0) }
+    let seed =
+        ProcessInfo.processInfo.environment["IMGSTORE_SEED"].flatMap { UInt64($0) }
         ?? UInt64.random(in: 0...UInt64(UInt32.max))
     print("\(test): seed \(seed) (replay with IMGSTORE_SEED=\(seed))")
     return seed

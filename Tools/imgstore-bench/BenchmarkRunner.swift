@@ -57,9 +57,10 @@ enum BenchmarkRunner {
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
-    /// Runs `body` on `threads` threads, each over operation indices `0..<opsPerThread` in batches of `batch`,
-    /// after an untimed warm-up of one tenth of the operations (unless `warmUp` is false: replays that measure state). `body(thread, range)` performs the operations of
-    /// `range` and returns the payload bytes they moved.
+    /// Runs `body` on `threads` threads, each over operation indices `0..<opsPerThread` in batches of `batch`, after
+    /// an untimed warm-up of one tenth of the operations (unless `warmUp` is false: replays that measure state), and
+    /// keeps the fastest of `repetitions` runs. `body(thread, range)` performs the operations of `range` and returns
+    /// the payload bytes they moved.
     static func measure(
         _ caseName: String, system: String, threads: Int, opsPerThread: Int, batch: Int = 100, warmUp: Bool = true,
         repetitions: Int = 1, body: @escaping @Sendable (_ thread: Int, _ range: Range<Int>) -> Int

@@ -43,23 +43,29 @@ enum MemoryTierCases {
         var results: [Measurement] = []
         for threads in threadCounts {
             for (cache, system) in zip(mine, policies.map(\.name)) {
-                results.append(BenchmarkRunner.measure(name, system: system, threads: threads, opsPerThread: ops, repetitions: options.repetitions) { t, r in
+                results.append(
+                    BenchmarkRunner.measure(
+                        name, system: system, threads: threads, opsPerThread: ops, repetitions: options.repetitions
+                    ) { t, r in
+                        var bytes = 0
+                        for i in r {
+                            let k = trace[(i &+ t &* 499_979) & (trace.count - 1)]
+                            if cache.value(forKey: k &+ offset) != nil { bytes &+= sizes[k] }
+                        }
+                        return bytes
+                    })
+            }
+            results.append(
+                BenchmarkRunner.measure(
+                    name, system: nscache, threads: threads, opsPerThread: ops, repetitions: options.repetitions
+                ) { t, r in
                     var bytes = 0
                     for i in r {
                         let k = trace[(i &+ t &* 499_979) & (trace.count - 1)]
-                        if cache.value(forKey: k &+ offset) != nil { bytes &+= sizes[k] }
+                        if theirs.cache.object(forKey: theirs.keys[k &+ offset]) != nil { bytes &+= sizes[k] }
                     }
                     return bytes
                 })
-            }
-            results.append(BenchmarkRunner.measure(name, system: nscache, threads: threads, opsPerThread: ops, repetitions: options.repetitions) { t, r in
-                var bytes = 0
-                for i in r {
-                    let k = trace[(i &+ t &* 499_979) & (trace.count - 1)]
-                    if theirs.cache.object(forKey: theirs.keys[k &+ offset]) != nil { bytes &+= sizes[k] }
-                }
-                return bytes
-            })
         }
         return results
     }
@@ -75,25 +81,33 @@ enum MemoryTierCases {
             let theirs = NSCacheBox(countLimit: 0, costLimit: 64 << 20, keys: keySpace)
             for (policy, system) in policies {
                 let mine = makeMemoryCache(countLimit: 0, costLimit: 64 << 20, policy: policy)
-                results.append(BenchmarkRunner.measure("memory.set-evict", system: system, threads: threads, opsPerThread: ops, repetitions: options.repetitions) { t, r in
+                results.append(
+                    BenchmarkRunner.measure(
+                        "memory.set-evict", system: system, threads: threads, opsPerThread: ops,
+                        repetitions: options.repetitions
+                    ) { t, r in
+                        var bytes = 0
+                        for i in r {
+                            let k = (i &* 7 &+ t &* 50_021) % keySpace
+                            mine.set(values[k], forKey: k, cost: sizes[k])
+                            bytes &+= sizes[k]
+                        }
+                        return bytes
+                    })
+            }
+            results.append(
+                BenchmarkRunner.measure(
+                    "memory.set-evict", system: nscache, threads: threads, opsPerThread: ops,
+                    repetitions: options.repetitions
+                ) { t, r in
                     var bytes = 0
                     for i in r {
                         let k = (i &* 7 &+ t &* 50_021) % keySpace
-                        mine.set(values[k], forKey: k, cost: sizes[k])
+                        theirs.cache.setObject(theirs.objects[k], forKey: theirs.keys[k], cost: sizes[k])
                         bytes &+= sizes[k]
                     }
                     return bytes
                 })
-            }
-            results.append(BenchmarkRunner.measure("memory.set-evict", system: nscache, threads: threads, opsPerThread: ops, repetitions: options.repetitions) { t, r in
-                var bytes = 0
-                for i in r {
-                    let k = (i &* 7 &+ t &* 50_021) % keySpace
-                    theirs.cache.setObject(theirs.objects[k], forKey: theirs.keys[k], cost: sizes[k])
-                    bytes &+= sizes[k]
-                }
-                return bytes
-            })
         }
         return results
     }
@@ -112,7 +126,8 @@ enum MemoryTierCases {
             -> Measurement
         {
             let hits = Atomic<Int>(0)
-            var m = BenchmarkRunner.measure(name, system: system, threads: 1, opsPerThread: trace.count, warmUp: false) { _, r in
+            var m = BenchmarkRunner.measure(name, system: system, threads: 1, opsPerThread: trace.count, warmUp: false)
+            { _, r in
                 var bytes = 0, h = 0
                 for i in r {
                     let k = trace[i]
@@ -128,15 +143,20 @@ enum MemoryTierCases {
         let theirs = NSCacheBox(countLimit: 0, costLimit: limit, keys: keys)
         var systems = policies.map { ($0.name, makeMemoryCache(countLimit: 0, costLimit: limit, policy: $0.policy)) }
         for policy in [MemoryCachePolicy.tinyLFU, .lru] {
-            let exact = MemoryCache<Int, Data>(configuration: .init(totalCostLimit: limit, policy: policy, shardCount: 1))
+            let exact = MemoryCache<Int, Data>(
+                configuration: .init(totalCostLimit: limit, policy: policy, shardCount: 1))
             systems.append(("\(policy == .lru ? "LRU" : "W-TinyLFU") 1 shard", exact))
         }
         return systems.map { system, cache in
-            replay(system, get: { cache.value(forKey: $0) != nil }, set: { cache.set(values[$0], forKey: $0, cost: sizes[$0]) })
+            replay(
+                system, get: { cache.value(forKey: $0) != nil },
+                set: { cache.set(values[$0], forKey: $0, cost: sizes[$0]) })
         } + [
-            replay(nscache, get: { theirs.cache.object(forKey: theirs.keys[$0]) != nil }, set: {
-                theirs.cache.setObject(theirs.objects[$0], forKey: theirs.keys[$0], cost: sizes[$0])
-            }),
+            replay(
+                nscache, get: { theirs.cache.object(forKey: theirs.keys[$0]) != nil },
+                set: {
+                    theirs.cache.setObject(theirs.objects[$0], forKey: theirs.keys[$0], cost: sizes[$0])
+                })
         ]
     }
 

@@ -20,7 +20,8 @@ enum Report {
                 ratio = String(format: "%.2f×", base.opsPerSecond / m.opsPerSecond)
             }
             return [
-                m.caseName, m.system, "\(m.threads)", String(format: "%.2f", m.cpuSeconds / m.seconds), formatCount(m.opsPerSecond),
+                m.caseName, m.system, "\(m.threads)", String(format: "%.2f", m.cpuSeconds / m.seconds),
+                formatCount(m.opsPerSecond),
                 m.bytes == 0 ? "-" : String(format: "%.0f", m.megabytesPerSecond),
                 formatNanoseconds(m.p50), formatNanoseconds(m.p99),
                 m.hitRatio.map { String(format: "%.1f", $0 * 100) } ?? "-", ratio,

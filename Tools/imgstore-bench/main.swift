@@ -6,13 +6,15 @@ import Foundation
 // row per (case, system). Build in release: `swift build -c release --product imgstore-bench`.
 
 #if DEBUG
-FileHandle.standardError.write(Data("""
-    ************************************************************************
-    *  WARNING: imgstore-bench was built in DEBUG mode. Numbers are       *
-    *  meaningless. Run: swift build -c release --product imgstore-bench  *
-    ************************************************************************
+    FileHandle.standardError.write(
+        Data(
+            """
+            ************************************************************************
+            *  WARNING: imgstore-bench was built in DEBUG mode. Numbers are       *
+            *  meaningless. Run: swift build -c release --product imgstore-bench  *
+            ************************************************************************
 
-    """.utf8))
+            """.utf8))
 #endif
 
 let allCases: [BenchmarkCase] = MemoryTierCases.all
@@ -44,8 +46,10 @@ if selected.isEmpty {
 let cores = ProcessInfo.processInfo.activeProcessorCount
 let startLoad = BenchmarkRunner.loadAverage()
 if let load = startLoad, load > 0.5 {
-    FileHandle.standardError.write(Data(
-        "imgstore-bench: WARNING: load average \(load) on \(cores) cores: other work will distort the numbers, most of all the 2-thread ones\n".utf8))
+    let warning =
+        "imgstore-bench: WARNING: load average \(load) on \(cores) cores: other work will distort the numbers, "
+        + "most of all the 2-thread ones (see the cores column)\n"
+    FileHandle.standardError.write(Data(warning.utf8))
 }
 
 var rows: [[String]] = []
@@ -56,6 +60,9 @@ for benchmark in selected {
     rows += Report.rows(measurements)
     notes += Report.scaling(measurements)
 }
-print("imgstore-bench: \(cores) cores, load average \(startLoad.map { String($0) } ?? "?") at start, \(options.quick ? "quick" : "best of \(options.repetitions) runs")")
+print(
+    "imgstore-bench: \(cores) cores, load average \(startLoad.map { String($0) } ?? "?") at start, "
+        + (options.quick ? "quick" : "best of \(options.repetitions) runs")
+)
 Report.printTable(rows)
 if !notes.isEmpty { print("\nscaling:\n  " + notes.joined(separator: "\n  ")) }
