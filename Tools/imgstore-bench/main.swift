@@ -17,7 +17,7 @@ import Foundation
             """.utf8))
 #endif
 
-let allCases: [BenchmarkCase] = MemoryTierCases.all
+let allCases: [BenchmarkCase] = RunnerSelfTest.all + MemoryTierCases.all
 
 var options = BenchmarkOptions()
 var prefixes: [String] = []
