@@ -20,9 +20,16 @@ struct ThreadSanitizerAnnotations: Sendable {
     @usableFromInline let release: Annotation?
 
     init() {
-        // RTLD_DEFAULT: search the executable and every loaded library. The sanitizer runtime exports these symbols.
+        #if os(Linux)
+        // RTLD_DEFAULT (null on glibc): search the executable and every loaded library; the sanitizer runtime
+        // exports these symbols.
         let all = UnsafeMutableRawPointer(bitPattern: 0)
         acquire = dlsym(all, "__tsan_acquire").map { unsafeBitCast($0, to: Annotation.self) }
         release = dlsym(all, "__tsan_release").map { unsafeBitCast($0, to: Annotation.self) }
+        #else
+        // Elsewhere `Mutex` is built on a lock TSan intercepts (os_unfair_lock on Darwin).
+        acquire = nil
+        release = nil
+        #endif
     }
 }
