@@ -302,7 +302,7 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func evictForLimits(evicted: inout [Eviction<Key, Value>], collect: Bool) {
         var candidate = Self.none
-        if let sketch {
+        if sketch != nil {  // not `if let`: a copy of the sketch would retain its table on every insertion
             // The window's overflow joins probation; the oldest of it is the candidate for admission.
             while window.count > 0 && (window.count > windowMaxCount || window.cost > windowMaxCost) {
                 let moved = window.tail
@@ -316,7 +316,7 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 if opponent == Self.none { opponent = protected.tail }
                 if candidate == Self.none || opponent == Self.none || opponent == candidate {
                     evict(victim(), tracking: &candidate, evicted: &evicted, collect: collect)
-                } else if sketch.frequency(nodes[Int(candidate)].hash) > sketch.frequency(nodes[Int(opponent)].hash) {
+                } else if sketch!.frequency(nodes[Int(candidate)].hash) > sketch!.frequency(nodes[Int(opponent)].hash) {
                     evict(opponent, tracking: &candidate, evicted: &evicted, collect: collect)
                 } else {
                     evict(candidate, tracking: &candidate, evicted: &evicted, collect: collect)
