@@ -5,7 +5,10 @@ import Foundation
 // Runs every benchmark case whose name starts with one of the prefixes (all cases when none is given) and prints one
 // row per (case, system). Build in release: `swift build -c release --product imgstore-bench`.
 
-#if DEBUG
+/// Printed to stderr before and after the run in debug builds, so it is seen whatever scrolls by.
+func warnIfDebugBuild() {
+    #if DEBUG
+    fflush(stdout)  // after the table, not somewhere above it
     FileHandle.standardError.write(
         Data(
             """
@@ -15,7 +18,10 @@ import Foundation
             ************************************************************************
 
             """.utf8))
-#endif
+    #endif
+}
+
+warnIfDebugBuild()
 
 let allCases: [BenchmarkCase] = RunnerSelfTest.all + MemoryTierCases.all
 
@@ -66,3 +72,4 @@ print(
 )
 Report.printTable(rows)
 if !notes.isEmpty { print("\nscaling:\n  " + notes.joined(separator: "\n  ")) }
+warnIfDebugBuild()
