@@ -8,7 +8,7 @@ import Foundation
 /// Printed to stderr before and after the run in debug builds, so it is seen whatever scrolls by.
 func warnIfDebugBuild() {
     #if DEBUG
-    fflush(stdout)  // after the table, not somewhere above it
+    fflush(nil)  // flush stdout first: after the table, not somewhere above it
     FileHandle.standardError.write(
         Data(
             """
