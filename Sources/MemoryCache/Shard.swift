@@ -215,6 +215,8 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             nodes.append(Node(key: key, value: value, cost: cost, expiresAt: expiresAt, hash: hash, segment: .window))
             link(newSlot, into: .window)
             totalCost += cost
+            // Invariant: slot numbers fit the `Int32` links.
+            assert(nodes.count < Int32.max)
             sketch?.reserve(entries: nodes.count)
         }
         stats.insertions &+= 1
@@ -405,6 +407,8 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         let node = nodes.removeLast()
         totalCost -= node.cost
+        // Invariant: the index and the dense node array always hold the same number of entries.
+        assert(index.count == nodes.count)
         return node
     }
 
