@@ -215,8 +215,8 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             nodes.append(Node(key: key, value: value, cost: cost, expiresAt: expiresAt, hash: hash, segment: .window))
             link(newSlot, into: .window)
             totalCost += cost
-            // Invariant: slot numbers fit the `Int32` links.
-            assert(nodes.count < Int32.max)
+            // Invariant: slot numbers fit the `Int32` links (2³¹ entries in one shard would be a programmer error).
+            precondition(nodes.count < Int32.max, "MemoryCache: more than 2^31 entries in one shard")
             sketch?.reserve(entries: nodes.count)
         }
         stats.insertions &+= 1
