@@ -23,6 +23,9 @@ func warnIfDebugBuild() {
 
 warnIfDebugBuild()
 
+// Every case, in the order they run. A new area (e.g. store put/get against LMDB, SQLite, file-per-entry) is one
+// more `enum …Cases { static let all: [BenchmarkCase] }` file, listed here; each case returns imgstore's measurement
+// first, then the alternatives', so the report can compute the ratios.
 let allCases: [BenchmarkCase] = RunnerSelfTest.all + MemoryTierCases.all
 
 var options = BenchmarkOptions()
