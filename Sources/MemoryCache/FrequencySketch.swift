@@ -38,9 +38,11 @@ struct FrequencySketch: Sendable {
     /// The word and the bit offsets of the key's four counters (one per 16-bit quarter).
     @inlinable
     func place(_ hash: Int) -> (word: Int, offsets: (UInt64, UInt64, UInt64, UInt64)) {
-        let mixed = UInt64(truncatingIfNeeded: hash) &* 0x9E37_79B9_7F4A_7C15
+        // Top bits of the mix: the shard was chosen by the top bits of a *different* product, and the hash table
+        // uses the low bits of this one.
+        let mixed = HashMix.mix(hash)
         let word = Int(truncatingIfNeeded: mixed >> shift)
-        let pick = (mixed ^ (mixed >> 29)) &* 0xBF58_476D_1CE4_E5B9  // independent bits for the counters
+        let pick = mixed &* 0x9E37_79B9_7F4A_7C15  // more bits for the counters
         return (
             word,
             ((pick & 3) << 2, 16 + ((pick >> 8) & 3) << 2, 32 + ((pick >> 16) & 3) << 2, 48 + ((pick >> 24) & 3) << 2)

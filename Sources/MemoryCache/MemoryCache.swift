@@ -152,7 +152,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// Removes and returns the value for `key` (reason ``EvictionReason/removed``), or returns `nil`.
     @inlinable @discardableResult
     public func removeValue(forKey key: Key) -> Value? {
-        let removed = shards[shardIndex(forHash: key.hashValue)].withLock { $0.removeValue(forKey: key) }
+        let hash = key.hashValue
+        let removed = shards[shardIndex(forHash: hash)].withLock { $0.removeValue(forKey: key, hash: hash) }
         if let removed, let onEviction { onEviction(key, removed, .removed) }
         return removed
     }

@@ -63,9 +63,13 @@ enum Segment: UInt8, Sendable, CaseIterable {
     case `protected` = 2
 }
 
-/// A shard's entries: a dictionary from key to slot, and the entries in one dense array linked into doubly linked
-/// lists by `Int32` slot numbers (no per-entry allocation). A removed slot is filled by moving the last entry into it,
-/// so `nodes` never has holes and needs no optional payload.
+/// A shard's entries: one dense array of nodes, linked into doubly linked lists by `Int32` slot numbers (no per-entry
+/// allocation), and an open-addressing hash table from key to slot. A removed slot is filled by moving the last entry
+/// into it, so `nodes` never has holes and needs no optional payload.
+///
+/// The table is ours rather than a `Dictionary` so the key is hashed once per operation: the façade's `hashValue`
+/// picks the shard, is kept in the node, and places the key in the table (linear probing, at most half full,
+/// backward-shift deletion, so no tombstones).
 ///
 /// Plain LRU: one list, most recently used at the head, victims from the tail.
 ///
@@ -119,7 +123,8 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     @usableFromInline static var none: Int32 { -1 }
 
-    @usableFromInline var index: [Key: Int32] = [:]
+    /// Slot numbers by `HashMix.mix(hash)`, `-1` = empty; a power of two long, at most half full.
+    @usableFromInline var buckets = [Int32](repeating: -1, count: 16)
     @usableFromInline var nodes: ContiguousArray<Node> = []
     @usableFromInline var window = List()
     @usableFromInline var probation = List()
@@ -162,7 +167,8 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func value(forKey key: Key, hash: Int, now: () -> Int64) -> Lookup<Key, Value> {
         sketch?.increment(hash)
-        guard let slot = index[key] else {
+        let slot = find(key, hash: hash).slot
+        guard slot >= 0 else {
             stats.misses &+= 1
             return .miss
         }
@@ -190,7 +196,8 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let refusal: MemoryCacheEvictionReason? =
             cost > maxEntryCost ? .costCap : (now.map { expiresAt <= $0 } ?? false) ? .expired : nil
         if let refusal {
-            if let slot = index[key] {
+            let slot = find(key, hash: hash).slot
+            if slot >= 0 {
                 var ignored = Self.none
                 _ = remove(slot: slot, tracking: &ignored)
             }
@@ -199,10 +206,9 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return
         }
         sketch?.increment(hash)
-        let newSlot = Int32(truncatingIfNeeded: nodes.count)
-        if let slot = index.updateValue(newSlot, forKey: key) {
-            // Overwrite in place: undo the speculative index entry (one extra hash, only on overwrites).
-            index[key] = slot
+        let (bucket, slot) = find(key, hash: hash)
+        if slot >= 0 {
+            // Overwrite in place.
             let segment = nodes[Int(slot)].segment
             unlink(slot)
             totalCost += cost - nodes[Int(slot)].cost
@@ -212,7 +218,10 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             link(slot, into: segment)
             touch(slot)
         } else {
+            let newSlot = Int32(truncatingIfNeeded: nodes.count)
             nodes.append(Node(key: key, value: value, cost: cost, expiresAt: expiresAt, hash: hash, segment: .window))
+            buckets[bucket] = newSlot
+            if nodes.count &* 2 > buckets.count { growTable() }
             link(newSlot, into: .window)
             totalCost += cost
             // Invariant: slot numbers fit the `Int32` links (2³¹ entries in one shard would be a programmer error).
@@ -225,8 +234,9 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Removes `key`, returning its value.
     @inlinable
-    mutating func removeValue(forKey key: Key) -> Value? {
-        guard let slot = index[key] else { return nil }
+    mutating func removeValue(forKey key: Key, hash: Int) -> Value? {
+        let slot = find(key, hash: hash).slot
+        guard slot >= 0 else { return nil }
         stats.evictions.removed &+= 1
         var ignored = Self.none
         return remove(slot: slot, tracking: &ignored).value
@@ -254,7 +264,7 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             }
         }
         stats.evictions[reason] &+= nodes.count
-        index.removeAll()
+        buckets = [Int32](repeating: -1, count: 16)
         nodes.removeAll()
         (window, probation, protected) = (List(), List(), List())
         totalCost = 0
@@ -375,7 +385,7 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         self[segment] = list
     }
 
-    /// Takes the node in `slot` off its list (it stays in `nodes` and `index`).
+    /// Takes the node in `slot` off its list (it stays in `nodes` and the table).
     @inlinable
     mutating func unlink(_ slot: Int32) {
         let segment = nodes[Int(slot)].segment
@@ -393,7 +403,7 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func remove(slot: Int32, tracking: inout Int32) -> Node {
         unlink(slot)
-        index[nodes[Int(slot)].key] = nil
+        erase(bucket: bucket(holding: slot))
         let last = Int32(truncatingIfNeeded: nodes.count - 1)
         if slot != last {
             nodes.swapAt(Int(slot), Int(last))
@@ -402,22 +412,78 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             let segment = nodes[Int(slot)].segment
             if prev != Self.none { nodes[Int(prev)].next = slot } else { self[segment].head = slot }
             if next != Self.none { nodes[Int(next)].prev = slot } else { self[segment].tail = slot }
-            index[nodes[Int(slot)].key] = slot
+            buckets[bucket(holding: last, hash: nodes[Int(slot)].hash)] = slot
             if tracking == last { tracking = slot }
         }
         let node = nodes.removeLast()
         totalCost -= node.cost
-        // Invariant: the index and the dense node array always hold the same number of entries.
-        assert(index.count == nodes.count)
         return node
+    }
+
+    // MARK: - Hash table
+
+    /// The bucket holding `key` and its slot, or the empty bucket where it would go and `-1`.
+    @inlinable
+    func find(_ key: Key, hash: Int) -> (bucket: Int, slot: Int32) {
+        let mask = buckets.count &- 1
+        var b = Int(truncatingIfNeeded: HashMix.mix(hash)) & mask
+        while true {
+            let s = buckets[b]
+            if s < 0 { return (b, -1) }
+            if nodes[Int(s)].hash == hash && nodes[Int(s)].key == key { return (b, s) }
+            b = (b &+ 1) & mask
+        }
+    }
+
+    /// The bucket that holds slot number `slot`, whose node has `hash`.
+    @inlinable
+    func bucket(holding slot: Int32, hash: Int? = nil) -> Int {
+        let mask = buckets.count &- 1
+        var b = Int(truncatingIfNeeded: HashMix.mix(hash ?? nodes[Int(slot)].hash)) & mask
+        while buckets[b] != slot { b = (b &+ 1) & mask }
+        return b
+    }
+
+    /// Empties `bucket`, shifting later entries of its probe run back so that no lookup stops early.
+    @inlinable
+    mutating func erase(bucket: Int) {
+        let mask = buckets.count &- 1
+        var hole = bucket, j = bucket
+        while true {
+            j = (j &+ 1) & mask
+            let s = buckets[j]
+            if s < 0 { break }
+            let home = Int(truncatingIfNeeded: HashMix.mix(nodes[Int(s)].hash)) & mask
+            // The entry may fill the hole unless its home lies cyclically after the hole (within (hole, j]).
+            if (j &- home) & mask >= (j &- hole) & mask {
+                buckets[hole] = s
+                hole = j
+            }
+        }
+        buckets[hole] = -1
+    }
+
+    /// Doubles the table and re-places every slot.
+    @usableFromInline
+    mutating func growTable() {
+        buckets = [Int32](repeating: -1, count: buckets.count * 2)
+        let mask = buckets.count - 1
+        for slot in nodes.indices {
+            var b = Int(truncatingIfNeeded: HashMix.mix(nodes[slot].hash)) & mask
+            while buckets[b] >= 0 { b = (b + 1) & mask }
+            buckets[b] = Int32(truncatingIfNeeded: slot)
+        }
     }
 
     // MARK: - Invariants
 
     /// Walks the whole shard and traps on any broken invariant. O(n); for tests.
     func checkInvariants() {
-        // Invariant: the index and the node array describe the same entries.
-        precondition(index.count == nodes.count, "index has \(index.count) keys, nodes \(nodes.count)")
+        // Invariant: the table holds every slot once and is at most half full.
+        let used = buckets.filter { $0 >= 0 }
+        precondition(used.count == nodes.count && Set(used).count == used.count, "table and nodes disagree")
+        precondition(buckets.count >= 16 && buckets.count & (buckets.count - 1) == 0, "table size not a power of two")
+        precondition(nodes.count * 2 <= buckets.count, "table over half full")
         var seen = 0, cost = 0
         for segment in Segment.allCases {
             let list = self[segment]
@@ -428,7 +494,8 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 // Invariant: links are symmetric, the node knows its list, the index points at the node.
                 precondition(node.prev == previous, "broken prev link at slot \(slot)")
                 precondition(node.segment == segment, "node at slot \(slot) on the wrong list")
-                precondition(index[node.key] == slot, "index disagrees with slot \(slot)")
+                precondition(node.hash == node.key.hashValue, "stale hash at slot \(slot)")
+                precondition(find(node.key, hash: node.hash).slot == slot, "table does not find slot \(slot)")
                 // Invariant: no entry costs nothing or more than the cap.
                 precondition(node.cost > 0 && node.cost <= maxEntryCost, "entry cost \(node.cost) out of range")
                 n += 1

@@ -391,3 +391,35 @@ import Testing
         #expect(log.all.count == s.evictions.total)
     }
 }
+
+@Suite struct HashTableTests {
+    /// Keys that hash to only three values: every lookup probes, every removal shifts a long run back.
+    struct CollidingKey: Hashable, Sendable {
+        var id: Int
+        func hash(into hasher: inout Hasher) { hasher.combine(id % 3) }
+    }
+
+    @Test(arguments: [MemoryCachePolicy.lru, .tinyLFU])
+    func collidingKeysMatchADictionary(policy: MemoryCachePolicy) {
+        let seed = testSeed("colliding(\(policy))")
+        var rng = SeededGenerator(seed: seed)
+        let cache = MemoryCache<CollidingKey, Int>(configuration: .init(
+            countLimit: 0, totalCostLimit: 0, policy: policy, shardCount: 1))
+        var model: [CollidingKey: Int] = [:]
+        for step in 0..<4_000 {
+            let key = CollidingKey(id: Int.random(in: 0..<60, using: &rng))
+            switch Int.random(in: 0..<3, using: &rng) {
+            case 0:
+                cache.set(step, forKey: key, cost: 1)
+                model[key] = step
+            case 1:
+                #expect(cache.removeValue(forKey: key) == model.removeValue(forKey: key), "seed \(seed) step \(step)")
+            default:
+                #expect(cache.value(forKey: key) == model[key], "seed \(seed) step \(step)")
+            }
+            if step % 50 == 0 { cache._checkInvariants() }
+        }
+        #expect(cache.count == model.count)
+        cache._checkInvariants()
+    }
+}
