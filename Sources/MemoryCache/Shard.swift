@@ -427,11 +427,15 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     func find(_ key: Key, hash: Int) -> (bucket: Int, slot: Int32) {
         let mask = buckets.count &- 1
         var b = Int(truncatingIfNeeded: HashMix.mix(hash)) & mask
-        while true {
-            let s = buckets[b]
-            if s < 0 { return (b, -1) }
-            if nodes[Int(s)].hash == hash && nodes[Int(s)].key == key { return (b, s) }
-            b = (b &+ 1) & mask
+        // Through a buffer pointer: `nodes[s].key` through the array copied the whole node, retaining (and touching
+        // the heap object of) its value on every probe.
+        return nodes.withUnsafeBufferPointer { nodes in
+            while true {
+                let s = buckets[b]
+                if s < 0 { return (b, -1) }
+                if nodes[Int(s)].hash == hash && nodes[Int(s)].key == key { return (b, s) }
+                b = (b &+ 1) & mask
+            }
         }
     }
 
