@@ -136,7 +136,12 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// The largest cost this shard accepts (min of the configured cap and `costLimit`).
     @usableFromInline let maxEntryCost: Int
     /// `nil` for plain LRU.
-    @usableFromInline var sketch: FrequencySketch?
+    /// W-TinyLFU's frequency sketch; unused (and tiny) for plain LRU. Not an optional: mutating through `sketch?.`
+    /// copied the sketch out and back, so its table was no longer uniquely referenced and was copied on every
+    /// increment.
+    @usableFromInline var sketch: FrequencySketch
+    /// Whether the policy is W-TinyLFU.
+    @usableFromInline let admission: Bool
     @usableFromInline let windowMaxCount: Int, windowMaxCost: Int
     @usableFromInline let protectedMaxCount: Int, protectedMaxCost: Int
     @usableFromInline var stats = MemoryCacheStatistics()
@@ -150,10 +155,12 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         switch policy {
         case .lru:
-            sketch = nil
+            sketch = FrequencySketch(expectedEntries: 0)
+            admission = false
             (windowMaxCount, windowMaxCost, protectedMaxCount, protectedMaxCost) = (.max, .max, 0, 0)
         case .tinyLFU:
             sketch = FrequencySketch(expectedEntries: countLimit == .max ? 64 : min(countLimit, 1 << 20))
+            admission = true
             windowMaxCount = share(countLimit, 1)
             windowMaxCost = share(costLimit, 1)
             protectedMaxCount = share(countLimit, 80)
@@ -166,7 +173,7 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Looks `key` up; a hit counts as a use, an expired entry is removed.
     @inlinable
     mutating func value(forKey key: Key, hash: Int, now: () -> Int64) -> Lookup<Key, Value> {
-        sketch?.increment(hash)
+        if admission { sketch.increment(hash) }
         let slot = find(key, hash: hash).slot
         guard slot >= 0 else {
             stats.misses &+= 1
@@ -205,7 +212,7 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             if collect { evicted.append(Eviction(key: key, value: value, reason: refusal)) }
             return
         }
-        sketch?.increment(hash)
+        if admission { sketch.increment(hash) }
         let (bucket, slot) = find(key, hash: hash)
         if slot >= 0 {
             // Overwrite in place.
@@ -226,7 +233,7 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             totalCost += cost
             // Invariant: slot numbers fit the `Int32` links (2³¹ entries in one shard would be a programmer error).
             precondition(nodes.count < Int32.max, "MemoryCache: more than 2^31 entries in one shard")
-            sketch?.reserve(entries: nodes.count)
+            if admission { sketch.reserve(entries: nodes.count) }
         }
         stats.insertions &+= 1
         evictForLimits(evicted: &evicted, collect: collect)
@@ -314,7 +321,7 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @inlinable
     mutating func evictForLimits(evicted: inout [Eviction<Key, Value>], collect: Bool) {
         var candidate = Self.none
-        if sketch != nil {  // not `if let`: a copy of the sketch would retain its table on every insertion
+        if admission {
             // The window's overflow joins probation; the oldest of it is the candidate for admission.
             while window.count > 0 && (window.count > windowMaxCount || window.cost > windowMaxCost) {
                 let moved = window.tail
@@ -328,7 +335,7 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 if opponent == Self.none { opponent = protected.tail }
                 if candidate == Self.none || opponent == Self.none || opponent == candidate {
                     evict(victim(), tracking: &candidate, evicted: &evicted, collect: collect)
-                } else if sketch!.frequency(nodes[Int(candidate)].hash) > sketch!.frequency(nodes[Int(opponent)].hash) {
+                } else if sketch.frequency(nodes[Int(candidate)].hash) > sketch.frequency(nodes[Int(opponent)].hash) {
                     evict(opponent, tracking: &candidate, evicted: &evicted, collect: collect)
                 } else {
                     evict(candidate, tracking: &candidate, evicted: &evicted, collect: collect)
@@ -518,7 +525,7 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         precondition(seen == nodes.count, "lists hold \(seen) nodes, array \(nodes.count)")
         precondition(cost == totalCost, "cost sum \(cost) != totalCost \(totalCost)")
         // Invariant: plain LRU uses only the window list.
-        if sketch == nil { precondition(probation.count == 0 && protected.count == 0, "LRU with main lists") }
+        if !admission { precondition(probation.count == 0 && protected.count == 0, "LRU with main lists") }
         // Invariant: within this shard's share of both limits.
         precondition(nodes.count <= countLimit && totalCost <= costLimit, "shard over its limits")
     }
