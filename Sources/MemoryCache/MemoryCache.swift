@@ -1,0 +1,247 @@
+import Synchronization
+
+/// A thread-safe in-memory cache with count and cost limits: what `NSCache` should have been.
+///
+/// On Linux, Foundation's `NSCache` evicts the *cheapest* entries first, ignores recency, and counts an entry set
+/// without a cost as zero, so its `totalCostLimit` silently does nothing. `MemoryCache` instead:
+/// - keeps ``Configuration/countLimit`` and ``Configuration/totalCostLimit`` after *every* operation: keys are spread
+///   by hash over ``Configuration/effectiveShardCount`` independently locked shards, each holds a fixed share of both
+///   limits (the shares sum to the limits) and evicts before its lock is released;
+/// - evicts in a defined order, per shard: W-TinyLFU by default (``Policy/tinyLFU``: recency *and* frequency, the
+///   policy of Caffeine), or exact LRU (``Policy/lru``). With `shardCount: 1` the order is over all keys;
+/// - requires a positive cost for every entry and refuses entries above the per-entry cap;
+/// - never returns an entry whose `expiresAt` has passed;
+/// - does get, set and remove in O(1) (amortised, for the frequency sketch's ageing).
+///
+/// Overwriting a key replaces its value at once; a `set` that is refused (cost cap, already expired) still drops the
+/// older value, so after `set(v, forKey: k, …)` the cache returns `v` or nothing for `k`, never an older value.
+///
+/// All methods may be called from any thread. The eviction callback runs after the lock is released.
+///
+/// Why shards: one lock around an LRU serialises every read, since a hit moves a list node; two threads then run
+/// slower than one. Each shard is a `Mutex` in its own padded allocation, so threads touching different shards share
+/// no written cache line.
+public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    /// Why an entry left the cache.
+    public typealias EvictionReason = MemoryCacheEvictionReason
+    /// Counters since creation.
+    public typealias Statistics = MemoryCacheStatistics
+    /// What is evicted first.
+    public typealias Policy = MemoryCachePolicy
+
+    /// The configuration the cache was created with.
+    public let configuration: Configuration
+
+    @usableFromInline let shards: ContiguousArray<Shard<Key, Value>>
+    /// `64 - log2(shards.count)`: a key's shard is the top bits of its scrambled hash.
+    @usableFromInline let shardShift: UInt64
+    @usableFromInline let now: @Sendable () -> Int64
+    @usableFromInline let onEviction: (@Sendable (Key, Value, EvictionReason) -> Void)?
+
+    /// Creates an empty cache.
+    ///
+    /// Traps if a limit is negative or `maxEntryCost` is not positive (programmer errors).
+    public init(configuration: Configuration = .init()) {
+        if let cap = configuration.maxEntryCost { precondition(cap > 0, "MemoryCache maxEntryCost must be > 0") }
+        let n = configuration.effectiveShardCount
+        self.configuration = configuration
+        self.now = configuration.now
+        self.onEviction = configuration.onEviction
+        self.shardShift = UInt64(64 - n.trailingZeroBitCount)
+        let counts = Self.split(configuration.countLimit, into: n)
+        let costs = Self.split(configuration.totalCostLimit, into: n)
+        let cap = configuration.maxEntryCost ?? .max
+        self.shards = ContiguousArray(
+            (0..<n).map {
+                Shard(
+                    ShardState(
+                        countLimit: counts[$0], costLimit: costs[$0], maxEntryCost: min(cap, costs[$0]),
+                        policy: configuration.policy))
+            })
+    }
+
+    /// `limit` divided into `n` shares that sum to it (the first shards take the remainder); `0` (unlimited) becomes
+    /// `Int.max` for every shard.
+    static func split(_ limit: Int, into n: Int) -> [Int] {
+        guard limit > 0 else { return Array(repeating: .max, count: n) }
+        return (0..<n).map { limit / n + ($0 < limit % n ? 1 : 0) }
+    }
+
+    /// The shard that owns `key`. An index rather than the shard itself: returning the object would retain and
+    /// release it on every operation (an atomic write to a line other threads use).
+    @inlinable
+    func shardIndex(forHash hash: Int) -> Int {
+        // Fibonacci scrambling, top bits: the dictionary inside the shard uses the low bits of its own seeded hash,
+        // so the shard choice does not bunch keys within a shard's table. (`>>` by 64, for one shard, gives 0.)
+        Int(truncatingIfNeeded: (UInt64(truncatingIfNeeded: hash) &* 0x9E37_79B9_7F4A_7C15) >> shardShift)
+    }
+
+    // MARK: - Reading
+
+    /// The value for `key`, or `nil`. A hit counts as a use (most recently used; for W-TinyLFU also more frequent);
+    /// an entry whose `expiresAt` has passed is removed (reason ``EvictionReason/expired``) and reads as a miss.
+    @inlinable
+    public func value(forKey key: Key) -> Value? {
+        // The clock is read through `self` only for entries that can expire: copying the closure out would retain
+        // its context on every lookup, and two threads doing that fight over one reference count.
+        let hash = key.hashValue
+        let result = shards[shardIndex(forHash: hash)].withLock {
+            $0.value(forKey: key, hash: hash, now: { self.now() })
+        }
+        switch result {
+        case .hit(let value):
+            return value
+        case .miss:
+            return nil
+        case .expired(let key, let value):
+            onEviction?(key, value, .expired)
+            return nil
+        }
+    }
+
+    /// The number of entries held (entries that expired but were not read since are still counted).
+    public var count: Int { shards.reduce(0) { $0 + $1.withLock { $0.nodes.count } } }
+
+    /// The total cost of the entries held.
+    public var totalCost: Int { shards.reduce(0) { $0 + $1.withLock { $0.totalCost } } }
+
+    /// Hits, misses, insertions, evictions by reason, count and total cost, summed over the shards.
+    public var statistics: Statistics {
+        var total = Statistics()
+        for shard in shards {
+            total += shard.withLock {
+                var s = $0.stats
+                s.count = $0.nodes.count
+                s.totalCost = $0.totalCost
+                return s
+            }
+        }
+        return total
+    }
+
+    // MARK: - Writing
+
+    /// Stores `value` under `key` as the most recently used entry, replacing any older value (the replaced value is
+    /// not reported to `onEviction`), then evicts from the shard until the limits hold (under W-TinyLFU the new entry
+    /// itself may lose admission to a more frequently used one and be evicted at once, reason
+    /// ``EvictionReason/capacity``).
+    ///
+    /// The entry is refused — and any older value under `key` dropped, so a stale value is never served after an
+    /// overwrite — if `cost` is above the per-entry cap (reason ``EvictionReason/costCap``) or `expiresAt` is not
+    /// after ``Configuration/now`` (reason ``EvictionReason/expired``).
+    ///
+    /// - Parameters:
+    ///   - cost: the entry's cost, for images their byte count. Must be > 0: a cost is never silently zero (traps).
+    ///   - expiresAt: milliseconds since the Unix epoch after which the entry is never returned; `nil` = never.
+    @inlinable
+    public func set(_ value: Value, forKey key: Key, cost: Int, expiresAt: Int64? = nil) {
+        precondition(cost > 0, "MemoryCache.set: cost must be > 0 (for image bytes, their byte count)")
+        let now = expiresAt == nil ? nil : self.now()
+        let collect = onEviction != nil
+        let hash = key.hashValue
+        let evicted = shards[shardIndex(forHash: hash)].withLock {
+            var evicted: [Eviction<Key, Value>] = []
+            $0.set(
+                value, forKey: key, hash: hash, cost: cost, expiresAt: expiresAt ?? .max, now: now,
+                evicted: &evicted, collect: collect)
+            return evicted
+        }
+        report(evicted)
+    }
+
+    /// Removes and returns the value for `key` (reason ``EvictionReason/removed``), or returns `nil`.
+    @inlinable @discardableResult
+    public func removeValue(forKey key: Key) -> Value? {
+        let hash = key.hashValue
+        let removed = shards[shardIndex(forHash: hash)].withLock { $0.removeValue(forKey: key, hash: hash) }
+        if let removed, let onEviction { onEviction(key, removed, .removed) }
+        return removed
+    }
+
+    /// Removes every entry (reason ``EvictionReason/removed``). Shards are emptied one after another: an entry set
+    /// concurrently may survive.
+    public func removeAll() {
+        forEachShard { state, evicted, collect in state.removeAll(reason: .removed, evicted: &evicted, collect: collect)
+        }
+    }
+
+    /// Removes every entry whose `expiresAt` is not after ``Configuration/now`` (reason ``EvictionReason/expired``).
+    /// O(n); expired entries are otherwise removed only when read.
+    public func removeExpired() {
+        let now = self.now()
+        forEachShard { state, evicted, collect in state.removeExpired(now: now, evicted: &evicted, collect: collect) }
+    }
+
+    /// Evicts entries in eviction order (LRU: least recently used first; W-TinyLFU: probation, then protected, then
+    /// window, each least recently used first; reason ``EvictionReason/capacity``) until the total cost is at most
+    /// `cost`.
+    /// Each shard is trimmed to its share of `cost`, so the total may end somewhat below it.
+    public func trim(toCost cost: Int) {
+        precondition(cost >= 0, "MemoryCache.trim(toCost:) needs cost >= 0")
+        let shares = Self.split(cost, into: shards.count).map { cost == 0 ? 0 : $0 }
+        var i = 0
+        forEachShard { state, evicted, collect in
+            state.trim(toCount: .max, toCost: shares[i], evicted: &evicted, collect: collect)
+            i += 1
+        }
+    }
+
+    /// Evicts entries in eviction order (see ``trim(toCost:)``; reason ``EvictionReason/capacity``) until at most
+    /// `count` remain.
+    /// Each shard is trimmed to its share of `count`, so the total may end somewhat below it.
+    public func trim(toCount count: Int) {
+        precondition(count >= 0, "MemoryCache.trim(toCount:) needs count >= 0")
+        let shares = Self.split(count, into: shards.count).map { count == 0 ? 0 : $0 }
+        var i = 0
+        forEachShard { state, evicted, collect in
+            state.trim(toCount: shares[i], toCost: .max, evicted: &evicted, collect: collect)
+            i += 1
+        }
+    }
+
+    // MARK: - Helpers
+
+    func forEachShard(
+        _ body: (inout ShardState<Key, Value>, inout [Eviction<Key, Value>], Bool) -> Void
+    ) {
+        let collect = onEviction != nil
+        for shard in shards {
+            let evicted = shard.withLock { state in
+                var evicted: [Eviction<Key, Value>] = []
+                body(&state, &evicted, collect)
+                return evicted
+            }
+            report(evicted)  // outside the lock, shard by shard
+        }
+    }
+
+    @inlinable
+    func report(_ evicted: [Eviction<Key, Value>]) {
+        guard let onEviction, !evicted.isEmpty else { return }
+        for e in evicted { onEviction(e.key, e.value, e.reason) }
+    }
+
+    // MARK: - Testing support
+
+    /// Checks every internal invariant of every shard and traps on the first broken one. O(n); for tests.
+    public func _checkInvariants() {
+        var count = 0, cost = 0
+        for shard in shards {
+            shard.withLock {
+                $0.checkInvariants()
+                count += $0.nodes.count
+                cost += $0.totalCost
+            }
+        }
+        // Invariant: the global limits hold (the shards' shares sum to them).
+        if configuration.countLimit > 0 { precondition(count <= configuration.countLimit, "over countLimit") }
+        if configuration.totalCostLimit > 0 {
+            precondition(cost <= configuration.totalCostLimit, "over totalCostLimit")
+        }
+    }
+
+    /// Keys of each shard from most to least recently used; for tests of eviction order.
+    package func _keysByRecency() -> [[Key]] {
+        shards.map { $0.withLock { $0.keysByRecency() } }
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import Synchronization
+
+/// One benchmark case: a name (`area.what`, filtered by prefix on the command line) and a function that measures
+/// every system on it in one run, imgstore's first.
+struct BenchmarkCase: Sendable {
+    var name: String
+    var run: @Sendable (_ options: BenchmarkOptions) -> [Measurement]
+}
+
+struct BenchmarkOptions: Sendable {
+    /// Fewer operations, for a smoke run.
+    var quick = false
+    /// Timed runs per measurement; the fastest is kept, since interference from other processes only slows a run.
+    var repetitions = 3
+
+    /// Scales a full-run operation count down in quick mode.
+    func ops(_ full: Int) -> Int { quick ? max(1, full / 10) : full }
+}
+
+/// What one system did on one case.
+struct Measurement: Sendable {
+    var caseName: String
+    var system: String
+    var threads: Int
+    var operations: Int
+    /// Payload bytes moved (for the memory tier: the cost of the values served or stored); 0 prints as "-".
+    var bytes: Int
+    var seconds: Double
+    /// Per-operation latencies in nanoseconds, one sample per timed batch (the batch time divided by its size).
+    var latencies: [Double]
+    /// CPU time the measuring threads got, summed: `cpuSeconds / seconds` is how many cores the run really had.
+    var cpuSeconds: Double = 0
+    /// For hit-ratio cases: hits / lookups; the ratio column then compares hit ratios instead of throughput.
+    var hitRatio: Double? = nil
+
+    var opsPerSecond: Double { Double(operations) / seconds }
+    var megabytesPerSecond: Double { Double(bytes) / seconds / 1_048_576 }
+    var p50: Double { percentile(0.50) }
+    var p99: Double { percentile(0.99) }
+
+    /// Nearest-rank percentile of `latencies`.
+    func percentile(_ p: Double) -> Double {
+        guard !latencies.isEmpty else { return .nan }
+        let sorted = latencies.sorted()
+        let rank = Int((p * Double(sorted.count)).rounded(.up)) - 1
+        return sorted[min(max(rank, 0), sorted.count - 1)]
+    }
+}
+
+/// Timing: monotonic clock, threads started together, operations timed in batches so the clock read does not
+/// dominate sub-microsecond operations.
+enum BenchmarkRunner {
+    static func nanoseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+
+    /// Runs `body` on `threads` threads, each over operation indices `0..<opsPerThread` in batches of `batch`, after
+    /// an untimed warm-up of one tenth of the operations (unless `warmUp` is false: replays that measure state), and
+    /// keeps the fastest of `repetitions` runs. `body(thread, range)` performs the operations of `range` and returns
+    /// the payload bytes they moved.
+    static func measure(
+        _ caseName: String, system: String, threads: Int, opsPerThread: Int, batch: Int = 100, warmUp: Bool = true,
+        repetitions: Int = 1, body: @escaping @Sendable (_ thread: Int, _ range: Range<Int>) -> Int
+    ) -> Measurement {
+        var best: Measurement?
+        for _ in 0..<max(1, repetitions) {
+            let m = measureOnce(
+                caseName, system: system, threads: threads, opsPerThread: opsPerThread, batch: batch, warmUp: warmUp,
+                body: body)
+            if best == nil || m.seconds < best!.seconds { best = m }
+        }
+        return best!
+    }
+
+    static func measureOnce(
+        _ caseName: String, system: String, threads: Int, opsPerThread: Int, batch: Int, warmUp: Bool,
+        body: @escaping @Sendable (_ thread: Int, _ range: Range<Int>) -> Int
+    ) -> Measurement {
+        // Warm-up (caches, page faults, branch predictors), same shape as the timed run.
+        if warmUp { runThreads(threads) { t in _ = body(t, 0..<max(1, opsPerThread / 10)) } }
+
+        let results = Mutex<[(bytes: Int, latencies: [Double], cpu: Double)]>([])
+        let started = Atomic<Int>(0)
+        let wallStart = Mutex<UInt64>(0)
+        let elapsed = runThreads(threads) { t in
+            var latencies: [Double] = []
+            latencies.reserveCapacity(opsPerThread / batch + 1)
+            var bytes = 0
+            // Spin until every thread is ready, so the threads really overlap.
+            started.add(1, ordering: .acquiringAndReleasing)
+            while started.load(ordering: .acquiring) < threads {}
+            if t == 0 { wallStart.withLock { $0 = nanoseconds() } }
+            let cpuStart = threadCPUNanoseconds()
+            var i = 0
+            while i < opsPerThread {
+                let end = min(i + batch, opsPerThread)
+                let t0 = nanoseconds()
+                bytes &+= body(t, i..<end)
+                latencies.append(Double(nanoseconds() - t0) / Double(end - i))
+                i = end
+            }
+            let cpu = Double(threadCPUNanoseconds() - cpuStart) / 1e9
+            results.withLock { $0.append((bytes, latencies, cpu)) }
+        }
+        _ = elapsed
+        let end = nanoseconds()
+        let seconds = Double(end - wallStart.withLock { $0 }) / 1e9
+        let all = results.withLock { $0 }
+        return Measurement(
+            caseName: caseName, system: system, threads: threads, operations: opsPerThread * threads,
+            bytes: all.reduce(0) { $0 + $1.bytes }, seconds: seconds, latencies: all.flatMap(\.latencies),
+            cpuSeconds: all.reduce(0) { $0 + $1.cpu })
+    }
+
+    /// CPU time consumed by the calling thread.
+    static func threadCPUNanoseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+
+    /// The 1-minute load average, or nil if unknown: measurements on a busy machine understate multi-thread scaling.
+    static func loadAverage() -> Double? {
+        guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return nil }
+        return text.split(separator: " ").first.flatMap { Double($0) }
+    }
+
+    /// Runs `body(0..<n)` on `n` threads and waits for all; returns the wall time in seconds.
+    @discardableResult
+    static func runThreads(_ n: Int, _ body: @escaping @Sendable (Int) -> Void) -> Double {
+        let t0 = nanoseconds()
+        let group = DispatchGroup()
+        for t in 0..<n {
+            group.enter()
+            let thread = Thread {
+                body(t)
+                group.leave()
+            }
+            thread.start()
+        }
+        group.wait()
+        return Double(nanoseconds() - t0) / 1e9
+    }
+}
