@@ -29,6 +29,15 @@ extension ImageStore {
         /// a `SIGBUS` instead of an error; off by default.
         public var writeMap = false
 
+        /// The memory tier's byte limit: image bytes kept in memory in front of LMDB, evicted by
+        /// W-TinyLFU (recency plus frequency). 0 turns the memory tier off. Default 64 MiB.
+        public var memoryCostLimit: Int = 64 << 20
+        /// The memory tier's entry limit; 0 for none. Default 10 000.
+        public var memoryCountLimit: Int = 10_000
+        /// Images larger than this are never kept in memory, so one huge image cannot flush the
+        /// rest. Default 4 MiB.
+        public var memoryMaxEntryBytes: Int = 4 << 20
+
         /// How long an entry put without a TTL lives; nil for never. Default 7 days.
         public var defaultTTL: TimeInterval? = 7 * 86_400
         /// When true, each read of an entry with a TTL extends its life to the read time plus

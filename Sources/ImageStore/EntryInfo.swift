@@ -41,4 +41,14 @@ public struct StoredImage: Sendable, Hashable {
     /// True when the entry had expired and was returned only because the caller allowed stale
     /// entries (`get(_:allowingStale:)`).
     public var isStale: Bool = false
+    /// Where the bytes came from.
+    public var source: Source = .disk
+
+    /// The tier that served a read.
+    public enum Source: String, Sendable, Hashable {
+        /// The memory tier.
+        case memory
+        /// The durable tier (LMDB, or the write-ahead log before it is applied).
+        case disk
+    }
 }

@@ -1,6 +1,7 @@
 @_exported import ImageValidation
 import Foundation
 import LMDB
+import MemoryCache
 import Synchronization
 
 /// A persistent key-value store of images keyed by URL: LMDB on disk, with checksums on
@@ -26,6 +27,8 @@ public final class ImageStore: Sendable {
     let tier: DurableTier
     /// The log and its applier; nil when the store is open read-only.
     let writes: WritePath?
+    /// Entries kept in memory in front of LMDB; nil when turned off.
+    let memory: MemoryTier?
     /// Access times, sweeps and the disk budget; nil when read-only.
     let maintenance: StoreMaintenance?
     let policy: ExpiryPolicy
@@ -57,6 +60,8 @@ public final class ImageStore: Sendable {
         guard Self.openStores.withLock({ $0.insert(identity).inserted }) else { throw .alreadyOpen(path: path) }
         policy = ExpiryPolicy(configuration)
         let clock = configuration.clock
+        let memory = MemoryTier(configuration)
+        self.memory = memory
         do {
             tier = try DurableTier.open(path: path, configuration: configuration)
             if configuration.readOnly {
@@ -65,9 +70,19 @@ public final class ImageStore: Sendable {
             } else {
                 let maintenance = StoreMaintenance(
                     tier: tier, policy: policy, counters: counters, clock: { Self.milliseconds(clock()) },
-                    onRemoved: { _ in })
+                    onRemoved: { memory?.invalidate($0) })
                 self.maintenance = maintenance
-                writes = try WritePath(tier: tier, configuration: configuration) { try? maintenance.enforceBudget() }
+                writes = try WritePath(
+                    tier: tier, configuration: configuration,
+                    changed: { batch in
+                        guard let memory else { return }
+                        if batch.contains(where: { if case .deleteAll = $0.entry { true } else { false } }) {
+                            memory.invalidateAll()
+                        } else {
+                            memory.invalidate(batch.compactMap(\.entry.cacheKey))
+                        }
+                    },
+                    afterApply: { try? maintenance.enforceBudget() })
                 if let interval = configuration.sweepInterval { maintenance.startSweeping(every: interval) }
             }
         } catch {
@@ -232,11 +247,22 @@ public final class ImageStore: Sendable {
         try checkOpen()
         let cacheKey = try keys(for: url).cacheKey
         let found: (EntryRecord, Data)?
+        var source = StoredImage.Source.disk
         do {
             switch writes?.index.lookup(cacheKey) ?? .unknown {
             case let .put(record, data): found = (record, data)
             case .deleted: found = nil
-            case .unknown: found = try tier.get(cacheKey: cacheKey)
+            case .unknown:
+                if let hit = memory?.entry(cacheKey), allowingStale || !isExpired(hit.record) {
+                    found = (hit.record, hit.data)
+                    source = .memory
+                } else {
+                    let generation = memory?.currentGeneration ?? 0
+                    found = try tier.get(cacheKey: cacheKey)
+                    if let memory, let (record, data) = found, !isExpired(record) {
+                        memory.fill(MemoryTier.Entry(record: record, data: data), readAt: generation)
+                    }
+                }
             }
         } catch {
             if case .checksumMismatch = error { counters.corruptReads.add(1, ordering: .relaxed) }
@@ -251,7 +277,7 @@ public final class ImageStore: Sendable {
         if !stale && policy.tracksAccess { maintenance?.tracker.touch(cacheKey, at: Self.milliseconds(configuration.clock())) }
         var info = Self.info(record)
         if let expiresAt = effectiveExpiry(record) { info.expiresAt = Self.date(expiresAt) }
-        return StoredImage(data: data, info: info, isStale: stale)
+        return StoredImage(data: data, info: info, isStale: stale, source: source)
     }
 
     /// The metadata of the entry for `url` without reading its bytes, or nil.
@@ -298,6 +324,7 @@ public final class ImageStore: Sendable {
         var status = stat()
         let fileBytes = stat(path + "/data.mdb", &status) == 0 ? Int(status.st_blocks) * 512 : 0
         let expired = try tier.expiredSummary(now: Self.milliseconds(configuration.clock()))
+        let memoryStats = memory?.statistics ?? MemoryCacheStatistics()
         return StoreStatistics(
             entryCount: entryCount, logicalBytes: logicalBytes, fileBytes: fileBytes,
             usedBytes: environment.usedBytes, mapSize: environment.mapSize, maxMapSize: tier.maxMapSize,
@@ -307,7 +334,11 @@ public final class ImageStore: Sendable {
             expiredEntries: expired.count, expiredBytes: expired.bytes, occupiedBytes: try tier.occupiedBytes(),
             maxDiskBytes: configuration.maxDiskBytes,
             expiredEvictions: counters.expiredEvictions.load(ordering: .relaxed),
-            budgetEvictions: counters.budgetEvictions.load(ordering: .relaxed))
+            budgetEvictions: counters.budgetEvictions.load(ordering: .relaxed),
+            memoryEntries: memoryStats.count, memoryBytes: memoryStats.totalCost,
+            memoryCostLimit: memory == nil ? 0 : configuration.memoryCostLimit,
+            memoryHits: memoryStats.hits, memoryMisses: memoryStats.misses,
+            memoryEvictions: memoryStats.evictions.capacity + memoryStats.evictions.costCap)
     }
 
     // MARK: - Helpers

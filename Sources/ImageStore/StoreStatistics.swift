@@ -32,4 +32,13 @@ public struct StoreStatistics: Sendable, Hashable, Codable {
     public var expiredEvictions: Int
     /// Entries removed to hold the disk budget, by this process.
     public var budgetEvictions: Int
+    /// Entries and image bytes in the memory tier now, and its byte limit (0 when off).
+    public var memoryEntries: Int
+    public var memoryBytes: Int
+    public var memoryCostLimit: Int
+    /// Reads the memory tier answered, and reads it did not, by this process.
+    public var memoryHits: Int
+    public var memoryMisses: Int
+    /// Entries the memory tier dropped for its limits (not for invalidation).
+    public var memoryEvictions: Int
 }

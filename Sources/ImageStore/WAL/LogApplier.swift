@@ -24,9 +24,14 @@ final class LogApplier: Sendable {
     private let released: @Sendable (Int) -> Void
     /// Called after each batch, on the writer queue (checkpoint policy, statistics).
     private let afterBatch: @Sendable (UInt64) -> Void
+    /// Told what each batch changed, right after its commit and before the pending index
+    /// forgets it, so caches in front of LMDB drop what they hold for it.
+    private let changed: @Sendable ([SequencedEntry]) -> Void
 
     init(tier: DurableTier, index: PendingIndex, appliedSequence: UInt64,
-         released: @escaping @Sendable (Int) -> Void, afterBatch: @escaping @Sendable (UInt64) -> Void) {
+         released: @escaping @Sendable (Int) -> Void, afterBatch: @escaping @Sendable (UInt64) -> Void,
+         changed: @escaping @Sendable ([SequencedEntry]) -> Void) {
+        self.changed = changed
         self.tier = tier
         self.index = index
         self.released = released
@@ -84,6 +89,7 @@ final class LogApplier: Sendable {
             guard let last = batch.last?.sequence else { return }
             do {
                 try tier.apply(batch)
+                changed(batch)
                 index.applied(upTo: last)
                 released(batch.reduce(0) { $0 + $1.entry.memoryCost })
                 // Housekeeping the batch triggers (the disk budget) counts as part of applying

@@ -7,6 +7,15 @@ enum LogEntry: Sendable {
     case delete(cacheKey: String)
     case deleteAll
 
+    /// The cache key the entry changes; nil for a remove-all.
+    var cacheKey: String? {
+        switch self {
+        case let .put(record, _): record.cacheKey
+        case let .delete(cacheKey): cacheKey
+        case .deleteAll: nil
+        }
+    }
+
     var type: WALFormat.RecordType {
         switch self {
         case .put: .put

@@ -24,6 +24,7 @@ final class WritePath: Sendable {
     private let afterApply: @Sendable () -> Void
 
     init(tier: DurableTier, configuration: ImageStore.Configuration,
+         changed: @escaping @Sendable ([SequencedEntry]) -> Void,
          afterApply: @escaping @Sendable () -> Void) throws(ImageStoreError) {
         self.afterApply = afterApply
         let directory = tier.path
@@ -52,7 +53,7 @@ final class WritePath: Sendable {
         let applier = LogApplier(
             tier: tier, index: index, appliedSequence: appliedNow,
             released: { relay.log?.released($0) },
-            afterBatch: { applied in relay.afterBatch?(applied) })
+            afterBatch: { applied in relay.afterBatch?(applied) }, changed: changed)
         self.applier = applier
         let options = WriteAheadLog.Options(
             directory: directory, segmentBytes: configuration.logSegmentBytes, maxPayloadBytes: maxPayload,

@@ -1,0 +1,124 @@
+import Foundation
+import ImageStore
+import ImageStoreTestSupport
+import Synchronization
+import Testing
+
+/// The memory tier in front of LMDB: reads through it, and never a byte older than the disk.
+@Suite struct MemoryTierTests {
+    private func configuration(clock: ManualClock = ManualClock(), memory: Int = 8 << 20) -> ImageStore.Configuration {
+        var configuration = makeConfiguration(clock: clock)
+        configuration.memoryCostLimit = memory
+        configuration.sweepInterval = nil
+        return configuration
+    }
+
+    @Test func aSecondReadIsServedFromMemory() throws {
+        try withTemporaryStore(configuration()) { store throws in
+            try store.put(Data([1, 2, 3]), for: "https://x.test/a")
+            _ = try store.statistics()  // applied to LMDB
+            #expect(try store.get("https://x.test/a")?.source == .disk)
+            let second = try #require(try store.get("https://x.test/a"))
+            #expect(second.source == .memory)
+            #expect(second.data == Data([1, 2, 3]))
+            let stats = try store.statistics()
+            #expect(stats.memoryEntries == 1 && stats.memoryBytes == 3 && stats.memoryHits >= 1)
+        }
+    }
+
+    @Test func aTurnedOffMemoryTierServesEverythingFromDisk() throws {
+        try withTemporaryStore(configuration(memory: 0)) { store throws in
+            try store.put(Data([1]), for: "https://x.test/a")
+            _ = try store.statistics()
+            for _ in 0..<3 { #expect(try store.get("https://x.test/a")?.source == .disk) }
+            #expect(try store.statistics().memoryCostLimit == 0)
+        }
+    }
+
+    // MARK: - Coherence with the durable tier
+
+    @Test func overwriteRemoveAndRemoveAllAreNeverFollowedByOldBytes() throws {
+        try withTemporaryStore(configuration()) { store throws in
+            let url = "https://x.test/a"
+            try store.put(Data([1]), for: url)
+            _ = try store.statistics()
+            _ = try store.get(url); _ = try store.get(url)  // now in memory
+            try store.put(Data([2]), for: url)
+            #expect(try store.get(url)?.data == Data([2]), "overwrite")
+            _ = try store.statistics()
+            #expect(try store.get(url)?.data == Data([2]), "overwrite, once applied")
+            try store.remove(url)
+            #expect(try store.get(url) == nil, "remove")
+            _ = try store.statistics()
+            #expect(try store.get(url) == nil, "remove, once applied")
+            try store.put(Data([3]), for: url)
+            _ = try store.statistics()
+            _ = try store.get(url); _ = try store.get(url)
+            try store.removeAll()
+            #expect(try store.get(url) == nil, "remove-all")
+            _ = try store.statistics()
+            #expect(try store.get(url) == nil, "remove-all, once applied")
+        }
+    }
+
+    @Test func memoryEntriesCarryTheDiskExpiry() throws {
+        let clock = ManualClock()
+        try withTemporaryStore(configuration(clock: clock)) { store throws in
+            try store.put(Data([1]), for: "https://x.test/a", ttl: 30)
+            _ = try store.statistics()
+            _ = try store.get("https://x.test/a")
+            #expect(try store.get("https://x.test/a")?.source == .memory)
+            clock.advance(by: 30)
+            #expect(try store.get("https://x.test/a") == nil, "expired in memory as on disk")
+            #expect(try store.get("https://x.test/a", allowingStale: true)?.isStale == true)
+            try store.sweepExpired()
+            #expect(try store.get("https://x.test/a", allowingStale: true) == nil, "swept from both tiers")
+        }
+    }
+
+    @Test func budgetEvictionsDropMemoryEntriesToo() throws {
+        let clock = ManualClock()
+        var config = configuration(clock: clock)
+        config.maxDiskBytes = 1 << 20
+        config.sweepBatchSize = 4
+        try withTemporaryStore(config) { store throws in
+            var random = SeededGenerator(seed: 9)
+            try store.put(random.bytes(60_000), for: "https://x.test/first")
+            _ = try store.statistics()
+            _ = try store.get("https://x.test/first")
+            for n in 0..<40 {
+                clock.advance(by: 1)
+                try store.put(random.bytes(60_000), for: "https://x.test/\(n)")
+            }
+            _ = try store.statistics()
+            #expect(try store.get("https://x.test/first") == nil, "evicted on disk, so gone from memory")
+        }
+    }
+
+    // MARK: - Concurrency
+
+    @Test func aWriterAlwaysReadsItsOwnLatestWriteWhileReadersFillMemory() throws {
+        try withTemporaryStore(configuration()) { store throws in
+            let url = "https://x.test/hot"
+            try store.put(Data([0, 0]), for: url)
+            let stop = Atomic<Bool>(false)
+            let group = DispatchGroup()
+            for _ in 0..<3 {
+                DispatchQueue.global().async(group: group) {
+                    while !stop.load(ordering: .relaxed) { _ = try? store.get(url) }
+                }
+            }
+            var stale = 0
+            for version in 1...300 {
+                let bytes = Data([UInt8(version & 0xFF), UInt8(version >> 8)])
+                try store.put(bytes, for: url)
+                for _ in 0..<3 where try store.get(url)?.data != bytes { stale += 1 }
+            }
+            stop.store(true, ordering: .relaxed)
+            group.wait()
+            #expect(stale == 0, "reads after a put returned older bytes \(stale) times")
+            _ = try store.statistics()
+            #expect(try store.get(url)?.data == Data([UInt8(300 & 0xFF), UInt8(300 >> 8)]))
+        }
+    }
+}
