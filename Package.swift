@@ -27,10 +27,11 @@ let package = Package(
         systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: "libsqlite3-dev"),
 
         // MARK: - Modules
-        .target(name: "LMDB", dependencies: ["CLMDB"]),
+        .target(name: "Locking"),
+        .target(name: "LMDB", dependencies: ["CLMDB", "Locking"]),
         .target(name: "ImageValidation", dependencies: ["CZlib", "CSpng", "CTurboJPEG"]),
         .target(name: "MemoryCache"),
-        .target(name: "ImageStore", dependencies: ["LMDB", "CXXHash", "ImageValidation", "MemoryCache"]),
+        .target(name: "ImageStore", dependencies: ["LMDB", "CXXHash", "ImageValidation", "MemoryCache", "Locking"]),
 
         // MARK: - Tools
         .executableTarget(name: "imgstore-admin", dependencies: ["ImageStore"], path: "Tools/imgstore-admin"),
@@ -41,14 +42,14 @@ let package = Package(
         ),
 
         // MARK: - Tests
-        .target(name: "ImageStoreTestSupport", dependencies: ["ImageStore"], path: "Tests/ImageStoreTestSupport"),
+        .target(name: "ImageStoreTestSupport", dependencies: ["ImageStore", "Locking"], path: "Tests/ImageStoreTestSupport"),
         .executableTarget(
             name: "imgstore-test-child", dependencies: ["LMDB", "ImageStore"], path: "Tests/imgstore-test-child"),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "ImageStoreTestSupport", "imgstore-test-child"]),
         .testTarget(name: "ImageValidationTests", dependencies: ["ImageValidation"]),
         .testTarget(name: "MemoryCacheTests", dependencies: ["MemoryCache"]),
         .testTarget(
-            name: "ImageStoreTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB", "imgstore-test-child"]),
+            name: "ImageStoreTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB", "Locking", "imgstore-test-child"]),
         .testTarget(name: "ImgstoreAdminTests", dependencies: ["ImageStoreTestSupport", "imgstore-admin"]),
     ],
     swiftLanguageModes: [.v6]

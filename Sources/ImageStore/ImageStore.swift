@@ -2,6 +2,7 @@
 import Foundation
 import LMDB
 import MemoryCache
+import Locking
 import Synchronization
 
 /// A persistent key-value store of images keyed by URL: LMDB on disk, with checksums on
@@ -411,7 +412,7 @@ public final class ImageStore: Sendable {
     }
 
     /// Directories open in this process (by device and inode), to refuse a second open.
-    private static let openStores = Mutex<Set<FileIdentity>>([])
+    private static let openStores = LockedValue<Set<FileIdentity>>([])
 }
 
 /// This process's counters for one store.

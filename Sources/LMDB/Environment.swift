@@ -1,4 +1,5 @@
 import CLMDB
+import Locking
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -24,7 +25,7 @@ package final class Environment: Sendable {
     package let options: EnvironmentOptions
     let gate = ResizeGate()
     /// The map size this process last set; guarded so a resize and a stats read agree.
-    private let currentMapSize: Mutex<Int>
+    private let currentMapSize: LockedValue<Int>
     private let identity: FileIdentity
 
     private init(handle: OpaquePointer, path: String, options: EnvironmentOptions, identity: FileIdentity) {
@@ -34,7 +35,7 @@ package final class Environment: Sendable {
         self.identity = identity
         var info = MDB_envinfo()
         mdb_env_info(handle, &info)
-        self.currentMapSize = Mutex(Int(info.me_mapsize))
+        self.currentMapSize = LockedValue(Int(info.me_mapsize))
     }
 
     deinit {
@@ -231,7 +232,7 @@ package final class Environment: Sendable {
 
     // MARK: - Registry
 
-    private static let registry = Mutex<[FileIdentity: WeakEnvironment]>([:])
+    private static let registry = LockedValue<[FileIdentity: WeakEnvironment]>([:])
 }
 
 /// Environment-wide numbers.

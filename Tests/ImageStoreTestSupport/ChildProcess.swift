@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Synchronization
 
 /// What a finished process left behind.
@@ -43,7 +44,7 @@ public enum ChildProcess {
         if let input { stdin.fileHandleForWriting.write(input) }
         try stdin.fileHandleForWriting.close()
         // Read both pipes to the end before waiting, so a chatty child cannot block on a full pipe.
-        let errorData = Mutex(Data())
+        let errorData = LockedValue(Data())
         let group = DispatchGroup()
         group.enter()
         DispatchQueue.global().async {
@@ -79,7 +80,7 @@ public enum ChildProcess {
     /// A child whose standard output is collected in the background while it runs.
     public final class Collecting: Sendable {
         public let process: Process
-        private final class Buffer: Sendable { let data = Mutex(Data()) }
+        private final class Buffer: Sendable { let data = LockedValue(Data()) }
         private let output = Buffer()
         private let finished = DispatchGroup()
 

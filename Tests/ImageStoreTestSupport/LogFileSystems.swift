@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import ImageStore
 import Synchronization
 
@@ -6,7 +7,7 @@ import Synchronization
 package final class FaultyLogFileSystem: LogFileSystem, Sendable {
     package enum Operation: Sendable { case write, sync }
     private let real = PosixLogFileSystem()
-    private let plan = Mutex<(operation: Operation, countdown: Int, code: Int32)?>(nil)
+    private let plan = LockedValue<(operation: Operation, countdown: Int, code: Int32)?>(nil)
 
     package init() {}
 
@@ -66,7 +67,7 @@ final class FaultyLogFile: LogFile {
 /// `powerLoss()` can drop everything written after the last sync, as losing power would.
 package final class PowerLossLogFileSystem: LogFileSystem, Sendable {
     private let real = PosixLogFileSystem()
-    private let files = Mutex<[PowerLossLogFile]>([])
+    private let files = LockedValue<[PowerLossLogFile]>([])
 
     package init() {}
 
@@ -87,7 +88,7 @@ package final class PowerLossLogFileSystem: LogFileSystem, Sendable {
 
 final class PowerLossLogFile: LogFile {
     private let real: any LogFile
-    private let unsynced = Mutex<[(offset: Int, bytes: [UInt8])]>([])
+    private let unsynced = LockedValue<[(offset: Int, bytes: [UInt8])]>([])
 
     init(real: any LogFile) { self.real = real }
 

@@ -1,3 +1,4 @@
+import Locking
 import Synchronization
 
 /// Last-access times noted by reads, kept in memory and persisted in batches by the writer
@@ -5,7 +6,7 @@ import Synchronization
 /// rarely meet on one lock.
 final class AccessTracker: Sendable {
     private static let stripeCount = 16
-    private final class Stripe: Sendable { let times = Mutex<[String: Int64]>([:]) }
+    private final class Stripe: Sendable { let times = LockedValue<[String: Int64]>([:]) }
     private let stripes: [Stripe]
 
     init() {

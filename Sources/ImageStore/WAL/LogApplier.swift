@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Synchronization
 
 /// Moves written log records into LMDB: the store's single LMDB writer. Batches are applied in
@@ -18,7 +19,7 @@ final class LogApplier: Sendable {
 
     private let tier: DurableTier
     private let index: PendingIndex
-    private let state: Mutex<State>
+    private let state: LockedValue<State>
     private let progress = NSCondition()
     /// Called with the memory released by each applied batch (the log's back-pressure).
     private let released: @Sendable (Int) -> Void
@@ -36,7 +37,7 @@ final class LogApplier: Sendable {
         self.index = index
         self.released = released
         self.afterBatch = afterBatch
-        state = Mutex(State(appliedSequence: appliedSequence))
+        state = LockedValue(State(appliedSequence: appliedSequence))
     }
 
     /// Queues written records (in sequence order) and makes sure a drain is scheduled.

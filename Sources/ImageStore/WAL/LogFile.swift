@@ -134,7 +134,7 @@ final class PosixLogFile: LogFile {
         return bytes
     }
 
-    private let closed = Mutex(false)
+    private let closed = LockedValue(false)
 
     func close() {
         guard !closed.withLock({ let was = $0; $0 = true; return was }) else { return }
@@ -142,4 +142,5 @@ final class PosixLogFile: LogFile {
     }
 }
 
+import Locking
 import Synchronization

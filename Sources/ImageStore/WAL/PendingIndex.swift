@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Synchronization
 
 /// What the log holds that LMDB does not yet: the newest put or delete per cache key, and a
@@ -22,7 +23,7 @@ final class PendingIndex: Sendable {
         var clearSequence: UInt64?
     }
 
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
     /// Whether anything is pending: lets the common case (an idle log) skip the lock.
     private let isEmpty = Atomic<Bool>(true)
 

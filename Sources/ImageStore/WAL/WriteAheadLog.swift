@@ -322,7 +322,7 @@ final class WriteAheadLog: Sendable {
 /// Stops and wakes the flusher thread.
 private final class FlusherHandle: Sendable {
     private let condition = NSCondition()
-    private let stopped = Mutex(false)
+    private let stopped = LockedValue(false)
 
     var isStopped: Bool { stopped.withLock { $0 } }
 
@@ -352,4 +352,5 @@ package struct LogStatus: Sendable, Hashable {
     package var failure: String?
 }
 
+import Locking
 import Synchronization

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Synchronization
 
 /// Everything a writable store adds to the durable tier: the writer lock, the write-ahead log,
@@ -10,7 +11,7 @@ final class WritePath: Sendable {
     let log: WriteAheadLog
     let applier: LogApplier
     let recoveryReport: RecoveryReport
-    private let lock: Mutex<WriterLock?>
+    private let lock: LockedValue<WriterLock?>
     private let directory: String
     private let fileSystem: any LogFileSystem
     /// Map bytes still free after what is applied: refreshed after each batch, so `put` can
@@ -31,7 +32,7 @@ final class WritePath: Sendable {
         self.tier = tier
         self.directory = directory
         self.fileSystem = configuration.logFileSystem
-        lock = Mutex(try WriterLock(directory: directory))
+        lock = LockedValue(try WriterLock(directory: directory))
 
         // Recovery: replay what LMDB lacks, then checkpoint it all away.
         let applied = try tier.appliedSequence()
@@ -182,7 +183,7 @@ final class WritePath: Sendable {
 
 /// Lets the applier reach the log (and the write path) that are created after it.
 private final class LogRelay: Sendable {
-    private let state = Mutex<(log: WriteAheadLog?, afterBatch: (@Sendable (UInt64) -> Void)?)>((nil, nil))
+    private let state = LockedValue<(log: WriteAheadLog?, afterBatch: (@Sendable (UInt64) -> Void)?)>((nil, nil))
 
     var log: WriteAheadLog? { state.withLock { $0.log } }
     var afterBatch: (@Sendable (UInt64) -> Void)? { state.withLock { $0.afterBatch } }

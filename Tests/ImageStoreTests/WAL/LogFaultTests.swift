@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import ImageStore
 import ImageStoreTestSupport
 import Testing
@@ -48,7 +49,7 @@ import Testing
             let store = try ImageStore(path: directory, configuration: LogTest.configuration(fileSystem: faults))
             defer { store.close() }
             faults.fail(.sync, with: EIO)
-            let outcomes = Mutex<[Bool]>([])
+            let outcomes = LockedValue<[Bool]>([])
             DispatchQueue.concurrentPerform(iterations: 8) { n in
                 let ok = (try? store.put(LogTest.smallEntry(n).data, for: LogTest.smallEntry(n).url)) != nil
                 outcomes.withLock { $0.append(ok) }
