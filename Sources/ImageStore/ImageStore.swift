@@ -109,14 +109,6 @@ public final class ImageStore: Sendable {
         _ = Self.openStores.withLock { $0.remove(identity) }
     }
 
-    /// Broken invariants of the durable tier (entries, blobs, indexes, counters), after applying
-    /// the log. Empty for a healthy store. The base of `verify`; every test runs it. Not public API.
-    package func consistencyProblems(checksums: Bool = true) throws(ImageStoreError) -> [String] {
-        try checkOpen()
-        try writes?.settle()
-        return try tier.consistencyProblems(checksums: checksums).map(\.description)
-    }
-
     /// An entry lifetime meaning "never expires", for `put(_:for:ttl:)`.
     public static let never: TimeInterval = .infinity
 
@@ -397,7 +389,7 @@ public final class ImageStore: Sendable {
         policy.effectiveExpiry(of: record, lastAccess: record.slidingSeconds > 0 ? maintenance?.tracker.lastAccess(record.cacheKey) : nil)
     }
 
-    private func checkOpen() throws(ImageStoreError) {
+    func checkOpen() throws(ImageStoreError) {
         if isClosed.load(ordering: .acquiring) { throw .closed(path: path) }
     }
 

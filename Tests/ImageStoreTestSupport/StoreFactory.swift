@@ -12,6 +12,8 @@ public func makeConfiguration(
     configuration.validation = validation
     configuration.initialMapSize = initialMapSize
     configuration.maxMapSize = maxMapSize
+    configuration.logSegmentBytes = 1 << 20
+    configuration.sweepInterval = nil
     if let clock { configuration.clock = clock.source }
     return configuration
 }

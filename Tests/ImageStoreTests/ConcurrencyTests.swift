@@ -22,18 +22,15 @@ import Testing
             let done = Atomic<Bool>(false)
             let torn = Atomic<Int>(0)
             let reads = Atomic<Int>(0)
-            let group = DispatchGroup()
-            for reader in 0..<6 {
-                DispatchQueue.global().async(group: group) {
-                    var k = reader
-                    while !done.load(ordering: .relaxed) {
-                        k = (k + 7) % keys
-                        guard let image = try? store.get("https://x.test/\(k)") else { continue }
-                        let whole = (0...40).contains { Self.blob(key: k, version: $0) == image.data }
-                        if !whole { torn.add(1, ordering: .relaxed) }
-                        reads.add(1, ordering: .relaxed)
-                    }
-                }
+            let group = startThreads(6) { reader in
+                var k = reader
+                while !done.load(ordering: .relaxed) {
+                    k = (k + 7) % keys
+                    guard let image = try? store.get("https://x.test/\(k)") else { continue }
+                    let whole = (0...40).contains { Self.blob(key: k, version: $0) == image.data }
+                    if !whole { torn.add(1, ordering: .relaxed) }
+                    reads.add(1, ordering: .relaxed)
+            }
             }
             for version in 1...40 {
                 for k in stride(from: version % 5, to: keys, by: 5) {

@@ -13,15 +13,12 @@ import Testing
             let stop = Atomic<Bool>(false)
             let reads = Atomic<Int>(0)
             let failures = Atomic<Int>(0)
-            let group = DispatchGroup()
-            for _ in 0..<4 {
-                DispatchQueue.global().async(group: group) {
-                    while !stop.load(ordering: .relaxed) {
-                        let ok = (try? store.get("https://x.test/anchor"))??.data == anchor
-                        if !ok { failures.add(1, ordering: .relaxed) }
-                        reads.add(1, ordering: .relaxed)
-                    }
-                }
+            let group = startThreads(4) { _ in
+                while !stop.load(ordering: .relaxed) {
+                    let ok = (try? store.get("https://x.test/anchor"))??.data == anchor
+                    if !ok { failures.add(1, ordering: .relaxed) }
+                    reads.add(1, ordering: .relaxed)
+            }
             }
             var random = SeededGenerator(seed: 42)
             for n in 0..<60 { try store.put(random.bytes(256 << 10), for: "https://x.test/big/\(n)") }

@@ -163,14 +163,11 @@ import Testing
             try environment.write { txn throws in try txn.put(db, key: [0], value: [UInt8](repeating: 9, count: 5000)) }
             let stop = Atomic<Bool>(false)
             let bad = Atomic<Int>(0)
-            let group = DispatchGroup()
-            for _ in 0..<3 {
-                DispatchQueue.global().async(group: group) {
-                    while !stop.load(ordering: .relaxed) {
-                        let ok = (try? environment.read { txn throws in try txn.get(db, key: [0]).map(Array.init) }) == [UInt8](repeating: 9, count: 5000)
-                        if !ok { bad.add(1, ordering: .relaxed) }
-                    }
-                }
+            let group = startThreads(3) { _ in
+                while !stop.load(ordering: .relaxed) {
+                    let ok = (try? environment.read { txn throws in try txn.get(db, key: [0]).map(Array.init) }) == [UInt8](repeating: 9, count: 5000)
+                    if !ok { bad.add(1, ordering: .relaxed) }
+            }
             }
             for n in 1...40 {
                 try environment.write { txn throws in try txn.put(db, key: [UInt8(n)], value: [UInt8](repeating: 1, count: 200_000)) }

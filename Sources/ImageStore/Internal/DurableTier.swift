@@ -14,6 +14,7 @@ final class DurableTier: Sendable {
     let blobs: Database
     let expiry: Database
     let access: Database
+    let quarantine: Database
     /// The only queue that writes to LMDB (the log applier runs on it).
     let writer = DispatchQueue(label: "imgstore.writer")
     let isReadOnly: Bool
@@ -26,6 +27,7 @@ final class DurableTier: Sendable {
         self.path = path
         self.maxMapSize = maxMapSize
         (meta, entries, blobs, expiry, access) = (databases[0], databases[1], databases[2], databases[3], databases[4])
+        quarantine = databases[5]
         self.keyHasher = keyHasher
     }
 
@@ -91,9 +93,10 @@ final class DurableTier: Sendable {
             let blobs = try txn.openDatabase(named: StoreFormat.blobsDatabase, create: !readOnly)
             let expiry = try txn.openDatabase(named: StoreFormat.expiryDatabase, create: !readOnly)
             let access = try txn.openDatabase(named: StoreFormat.accessDatabase, create: !readOnly)
-            return [meta, entries, blobs, expiry, access]
+            let quarantine = try txn.openDatabase(named: StoreFormat.quarantineDatabase, create: !readOnly)
+            return [meta, entries, blobs, expiry, access, quarantine]
         } catch LMDBError.notFound {
-            throw ImageStoreError.corruptStore(path: path, detail: "one of its databases (entries, blobs, expiry, access) is missing")
+            throw ImageStoreError.corruptStore(path: path, detail: "one of its databases (entries, blobs, expiry, access, quarantine) is missing")
         }
     }
 

@@ -16,6 +16,7 @@
 // | `blobs`   | entry key (18 bytes)     | the image bytes, exactly as put         |
 // | `expiry`  | time key + entry key     | empty: one row per entry that expires   |
 // | `access`  | time key + entry key     | empty: one row per entry                |
+// | `quarantine` | time key + entry key  | what `verify --repair` set aside, below |
 //
 // A time key is 8 bytes: a time in ms since the epoch as Int64, sign bit flipped, big-endian,
 // so LMDB's byte order is time order. `expiry` rows use the entry's expires-at, `access` rows
@@ -73,6 +74,10 @@
 // A record is valid when its version is 1, its length is exactly 80 + U + K + E + M, and its
 // byte count equals its blob's length. Readers reject anything else as corruption.
 //
+// A quarantine value: 1 byte problem kind (index in `VerifyProblem.Kind.allCases`), UInt32 LE
+// length R of the entry record (0 when there was none), the R record bytes, then the image
+// bytes as they were found (possibly none). The time key is when it was set aside.
+//
 // ## `meta` records
 //
 // | key             | value                                                          |
@@ -95,6 +100,7 @@ enum StoreFormat {
     static let blobsDatabase = "blobs"
     static let expiryDatabase = "expiry"
     static let accessDatabase = "access"
+    static let quarantineDatabase = "quarantine"
 
     static let formatKey: [UInt8] = Array("format".utf8)
     static let logicalBytesKey: [UInt8] = Array("logical-bytes".utf8)

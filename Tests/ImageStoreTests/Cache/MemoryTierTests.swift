@@ -102,11 +102,8 @@ import Testing
             let url = "https://x.test/hot"
             try store.put(Data([0, 0]), for: url)
             let stop = Atomic<Bool>(false)
-            let group = DispatchGroup()
-            for _ in 0..<3 {
-                DispatchQueue.global().async(group: group) {
-                    while !stop.load(ordering: .relaxed) { _ = try? store.get(url) }
-                }
+            let group = startThreads(3) { _ in
+                while !stop.load(ordering: .relaxed) { _ = try? store.get(url) }
             }
             var stale = 0
             for version in 1...300 {

@@ -1,0 +1,99 @@
+import Foundation
+
+extension ImageStore {
+    /// What `verify` checks and whether it repairs.
+    public struct VerifyOptions: Sendable {
+        /// Fully decode PNG and JPEG images instead of checking their structure.
+        public var deep = false
+        /// Fix what can be fixed (needs a writable store): bad entries to the quarantine,
+        /// indexes rebuilt, counters recomputed.
+        public var repair = false
+        /// Entries per read transaction; smaller holds old pages for less time.
+        public var chunkSize = 512
+        /// Called with the number of entries checked so far.
+        public var progress: (@Sendable (Int) -> Void)?
+
+        public init(deep: Bool = false, repair: Bool = false) {
+            self.deep = deep
+            self.repair = repair
+        }
+    }
+
+    /// Checks the store the way `fsck` checks a file system: every entry against its bytes
+    /// (checksum, and image validation for entries validated on put), the expiry and access
+    /// indexes against the entries, the counters, and the write-ahead log's segments.
+    ///
+    /// Safe on a read-only store while another process writes: it reads consistent snapshots in
+    /// short chunks and never takes the writer lock.
+    /// - Throws: `readOnly` when asked to repair a read-only store; storage errors.
+    public func verify(_ options: VerifyOptions = VerifyOptions()) throws(ImageStoreError) -> VerifyReport {
+        try checkOpen()
+        if options.repair && writes == nil { throw .readOnly(path: path) }
+        try writes?.settle()
+        var tierOptions = DurableTier.VerifyOptions()
+        tierOptions.validation = options.deep ? .deep : .structure
+        tierOptions.chunkSize = max(1, options.chunkSize)
+        if let progress = options.progress { tierOptions.onProgress = progress }
+
+        let (findings, checked): ([DurableTier.Finding], Int)
+        if options.repair {
+            (findings, checked) = try ImageStoreError.rethrowing {
+                try tier.writer.sync {
+                    let result = try tier.verify(tierOptions)
+                    if !result.findings.isEmpty {
+                        memory?.invalidate(try tier.repair(result.findings, now: Self.milliseconds(configuration.clock())))
+                    }
+                    return result
+                }
+            }
+        } else {
+            (findings, checked) = try tier.verify(tierOptions)
+        }
+        var problems = findings.map { finding in
+            var problem = finding.problem
+            problem.repaired = options.repair && finding.fix != .none
+            return problem
+        }
+        // Damage the log recovery skipped when this store was opened with salvage: repaired.
+        problems += recoveryReport.salvaged.map {
+            VerifyProblem(kind: .damagedLog, subject: "write-ahead log", detail: $0, repaired: true)
+        }
+        let log = try checkLog()
+        problems += log.problems
+        return VerifyReport(problems: problems, entriesChecked: checked, logSegmentsChecked: log.segments, tornLogBytes: log.torn)
+    }
+
+    /// Reads the log's segments without applying anything, reporting damage before valid
+    /// records. (A writable store's own log was just recovered; this re-reads what it wrote since.)
+    private func checkLog() throws(ImageStoreError) -> (problems: [VerifyProblem], segments: Int, torn: Int) {
+        let recovery = LogRecovery(
+            directory: path, fileSystem: PosixLogFileSystem(),
+            maxPayloadBytes: configuration.maxEntryBytes + 2 * configuration.maxURLBytes + 4096, salvage: false)
+        do {
+            let (report, _) = try recovery.replay(appliedSequence: try tier.appliedSequence()) { _ in }
+            return ([], report.segmentsRead, report.tornBytesDropped)
+        } catch {
+            guard case let .walCorrupt(_, detail) = error else { throw error }
+            return ([VerifyProblem(kind: .damagedLog, subject: "write-ahead log", detail: detail, repaired: false)], 0, 0)
+        }
+    }
+
+    /// What `verify --repair` set aside.
+    public func quarantinedEntries() throws(ImageStoreError) -> [QuarantinedEntry] {
+        try checkOpen()
+        return try tier.quarantineContents()
+    }
+
+    /// Deletes the quarantine's contents; returns how many entries it held.
+    @discardableResult
+    public func purgeQuarantine() throws(ImageStoreError) -> Int {
+        try checkOpen()
+        guard writes != nil else { throw .readOnly(path: path) }
+        return try ImageStoreError.rethrowing { try tier.writer.sync { try tier.purgeQuarantine() } }
+    }
+
+    /// The problems `verify` finds, as sentences: what every test checks last. Not public API.
+    package func consistencyProblems() throws(ImageStoreError) -> [String] {
+        try verify().problems.map(\.description)
+    }
+}
