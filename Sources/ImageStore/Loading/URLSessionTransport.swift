@@ -100,6 +100,8 @@ private final class TransferTable: NSObject, URLSessionDataDelegate, @unchecked 
             return transfer.failure == nil
         }
         completionHandler(proceed ? .allow : .cancel)
+        // FoundationNetworking may keep reading after `.cancel`; cancelling the task stops it.
+        if !proceed { dataTask.cancel() }
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
