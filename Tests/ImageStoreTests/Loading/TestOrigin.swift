@@ -25,6 +25,7 @@ final class TestOrigin: Sendable {
         var length_delta: Int?
         var no_length: Bool?
         var chunk_size: Int?
+        var chunk_delay: Double?
 
         static func image(_ fixture: String, _ headers: [String: String] = [:]) -> Response {
             Response(fixture: fixture, headers: headers)

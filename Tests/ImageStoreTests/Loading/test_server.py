@@ -25,6 +25,7 @@ A response spec (every key optional):
   length_delta  announce len(body) + delta as Content-Length, send the whole body
   no_length     send no Content-Length; the body ends when the connection closes
   chunk_size    write the body in pieces of this size (64 KiB), counting bytes_sent as it goes
+  chunk_delay   seconds to wait after each piece (a slow network; loopback outruns any client)
 
 GET /_stats?path=PATH answers {"requests", "conditional", "not_modified", "bytes_sent",
 "aborted", "last_headers"}; GET /_stats answers {"max_active": N} (most requests at once).
@@ -161,6 +162,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
                 with lock:
                     counters["bytes_sent"] += len(send[start:start + chunk])
+                time.sleep(spec.get("chunk_delay", 0))
         except (BrokenPipeError, ConnectionResetError):
             with lock:
                 counters["aborted"] = True
