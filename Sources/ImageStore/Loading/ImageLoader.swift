@@ -435,9 +435,8 @@ extension ImageLoader {
         }
     }
 
-    /// A response head and body crossing the task-group boundary.
-    struct Answer: @unchecked Sendable {
-        // @unchecked: HTTPURLResponse is immutable but not marked Sendable in FoundationNetworking.
+    /// A response head and body: the task group's child result (nil is the timeout's).
+    struct Answer: Sendable {
         var response: HTTPURLResponse
         var body: Data
         init(_ answer: (HTTPURLResponse, Data)) { (response, body) = answer }

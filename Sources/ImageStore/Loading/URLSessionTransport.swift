@@ -30,7 +30,6 @@ public final class URLSessionTransport: ImageTransport {
 
     public func fetch(_ request: URLRequest, bodyLimit: Int) async throws -> (HTTPURLResponse, Data) {
         let task = session.dataTask(with: request)
-        let handle = TaskHandle(task)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 transfers.begin(task.taskIdentifier, limit: bodyLimit, url: request.url?.absoluteString ?? "",
@@ -44,25 +43,14 @@ public final class URLSessionTransport: ImageTransport {
                 }
             }
         } onCancel: {
-            handle.cancel()
+            task.cancel()
         }
     }
 }
 
-/// Holds a task for the cancellation handler, which may run on any thread.
-private struct TaskHandle: @unchecked Sendable {
-    // `URLSessionTask.cancel()` is thread-safe; FoundationNetworking just does not mark the
-    // class Sendable.
-    let task: URLSessionDataTask
-    init(_ task: URLSessionDataTask) { self.task = task }
-    func cancel() { task.cancel() }
-}
-
 /// The session delegate: one in-flight transfer per task identifier, each with its
 /// continuation, response, bytes so far and limit.
-private final class TransferTable: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-    // @unchecked: NSObject is not Sendable in FoundationNetworking; the only stored state is
-    // the Mutex below.
+private final class TransferTable: NSObject, URLSessionDataDelegate, Sendable {
     private struct Transfer {
         var continuation: CheckedContinuation<(HTTPURLResponse, Data), any Error>
         var limit: Int
