@@ -31,6 +31,7 @@ import FoundationNetworking
 public final class ImageLoader: Sendable {
     /// The store images are read from and written to.
     public let store: ImageStore
+    /// The loader's caching, fallback and concurrency settings, fixed at creation.
     public let configuration: Configuration
     private let transport: any ImageTransport
     private let limiter: DownloadLimiter

@@ -26,6 +26,7 @@ public struct LoadedImage: Sendable, Hashable {
     public var data: Data
     /// The image's header facts (format, dimensions, …).
     public var facts: ImageFacts
+    /// Where the bytes came from this time.
     public var source: Source
     /// When the entry expires in the store; nil when it never does or was not stored.
     public var expiresAt: Date?
