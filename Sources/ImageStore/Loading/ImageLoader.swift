@@ -1,0 +1,454 @@
+import Foundation
+import Synchronization
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Loads images by URL through a store: the store first (memory, then disk), then the
+/// network, storing what it downloads — one download per URL at a time, following the
+/// origin's caching headers, and falling back to expired entries when the origin is away.
+///
+/// ```swift
+/// let loader = ImageLoader(store: store)
+/// let image = try await loader.load("https://cdn.example.com/img/42.jpg")
+/// print(image.source, image.facts.width, image.facts.height)
+/// ```
+///
+/// - Coalescing: concurrent loads of one URL (spelled the same way) share one download. A
+///   caller whose task is cancelled stops waiting at once with `cancelled`; the download goes
+///   on for the others, and is cancelled when the last caller leaves.
+/// - Only whole, valid images are stored: a 2xx (not 206) body whose length matches its
+///   `Content-Length`, within the store's `maxEntryBytes` (a larger one is aborted early),
+///   that passes the structure check. Anything else fails, stores nothing, and is
+///   remembered for `Configuration.negativeTTL`.
+/// - Freshness comes from `Cache-Control`/`Expires` (see `Configuration`); `ETag` and
+///   `Last-Modified` are stored, and an expired entry is revalidated with a conditional
+///   request: a 304 renews it without downloading.
+/// - Time is the store's clock (`ImageStore.Configuration.clock`), for expiry and negative
+///   caching alike; only the download timeout is wall-clock.
+///
+/// Thread safety: every method may be called from any task or thread at once.
+public final class ImageLoader: Sendable {
+    /// The store images are read from and written to.
+    public let store: ImageStore
+    /// The loader's caching, fallback and concurrency settings, fixed at creation.
+    public let configuration: Configuration
+    private let transport: any ImageTransport
+    private let limiter: DownloadLimiter
+    private let validator = ImageValidator()
+    private let state = Mutex(State())
+    private let counters = Counters()
+
+    /// A loader over `store`, downloading with `transport` (default: a `URLSessionTransport`).
+    /// The loader does not own the store: close it after the loader's last load.
+    public init(store: ImageStore, configuration: Configuration = .init(),
+                transport: any ImageTransport = URLSessionTransport()) {
+        precondition(configuration.maxConcurrentDownloads > 0, "maxConcurrentDownloads must be positive")
+        precondition(configuration.minTTL >= 0 && configuration.minTTL <= configuration.maxTTL, "need 0 <= minTTL <= maxTTL")
+        precondition(configuration.timeout > 0 && configuration.negativeTTL >= 0, "timeouts must be positive")
+        self.store = store
+        self.configuration = configuration
+        self.transport = transport
+        limiter = DownloadLimiter(limit: configuration.maxConcurrentDownloads)
+    }
+
+    // MARK: - Loading
+
+    /// The image at `url`: from the store when it holds a fresh entry, else downloaded (or
+    /// revalidated) and stored; an expired entry when the origin fails and
+    /// `Configuration.staleFallback` allows it.
+    ///
+    /// Cancelling the calling task ends this call with `cancelled` at once; a download other
+    /// callers share goes on.
+    /// - Throws: `invalidURL`; `recentlyFailed` (negative cache); `unreachable`, `timedOut`,
+    ///   `httpStatus` (with no usable stale entry); `responseTooLarge`, `lengthMismatch`,
+    ///   `emptyBody`, `invalidImage` (nothing stored); `store` (the store failed, or cannot
+    ///   store: `readOnly`, `diskFull`, `storeFull`, …); `transport`; `cancelled`.
+    public func load(_ url: String) async throws(ImageLoaderError) -> LoadedImage {
+        guard !Task.isCancelled else { throw .cancelled }
+        let requestURL = try Self.requestURL(url)
+        let stored = try readStore(url)
+        if let stored, !stored.isStale, let image = image(from: stored, url: url, source: .disk) { return image }
+        if let failure = recentFailure(for: url) {
+            counters.negativeHits.add(1, ordering: .relaxed)
+            if let image = staleFallback(failure, stored: stored, url: url) { return image }
+            throw failure
+        }
+        return try await joinDownload(url, requestURL: requestURL).get()
+    }
+
+    /// Starts loading `urls` into the store in the background and returns at once. Failures
+    /// are dropped (and negatively cached); at most `maxConcurrentDownloads` of these loads
+    /// run at a time. Cancel the returned task to stop what has not finished (downloads that
+    /// other callers also wait for go on); await its `value` to wait for all of them.
+    @discardableResult
+    public func prefetch(_ urls: [String]) -> Task<Void, Never> {
+        let width = configuration.maxConcurrentDownloads
+        return Task(priority: .utility) {
+            await withTaskGroup(of: Void.self) { group in
+                for (index, url) in urls.enumerated() {
+                    if index >= width { await group.next() }
+                    group.addTask { _ = try? await self.load(url) }
+                }
+            }
+        }
+    }
+
+    /// Forgets every remembered failure, so the next load of those URLs asks the origin again.
+    public func forgetFailures() {
+        state.withLock { $0.failures.removeAll() }
+    }
+
+    /// What this loader did since it was created.
+    public var statistics: Statistics {
+        Statistics(
+            requests: counters.requests.load(ordering: .relaxed), notModified: counters.notModified.load(ordering: .relaxed),
+            coalescedLoads: counters.coalesced.load(ordering: .relaxed),
+            negativeHits: counters.negativeHits.load(ordering: .relaxed),
+            staleServed: counters.staleServed.load(ordering: .relaxed),
+            bytesDownloaded: counters.bytes.load(ordering: .relaxed))
+    }
+
+    // MARK: - Coalescing
+
+    /// Waits for the download of `url`, starting it when none is running.
+    private func joinDownload(_ url: String, requestURL: URL) async -> Result<LoadedImage, ImageLoaderError> {
+        let waiterID = state.withLock { $0.newPendingWaiter() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let early = state.withLock { state -> Bool in
+                    state.pending.remove(waiterID)
+                    if state.cancelledEarly.remove(waiterID) != nil { return true }
+                    if state.flights[url] != nil {
+                        state.flights[url]!.waiters[waiterID] = continuation
+                        counters.coalesced.add(1, ordering: .relaxed)
+                        return false
+                    }
+                    state.nextID += 1
+                    let flightID = state.nextID
+                    // The task waits for this lock before it can finish, so it is registered first.
+                    let task = Task {
+                        let result = await self.download(url, requestURL: requestURL)
+                        self.finish(url, flightID: flightID, result: result)
+                    }
+                    state.flights[url] = Flight(id: flightID, task: task, waiters: [waiterID: continuation])
+                    return false
+                }
+                if early { continuation.resume(returning: .failure(.cancelled)) }
+            }
+        } onCancel: {
+            leave(url, waiterID: waiterID)
+        }
+    }
+
+    /// Hands a download's result to everyone still waiting for it.
+    private func finish(_ url: String, flightID: Int, result: Result<LoadedImage, ImageLoaderError>) {
+        let waiters = state.withLock { state -> [Waiter] in
+            // A flight everyone left was removed already (and a newer one may have started).
+            guard let flight = state.flights[url], flight.id == flightID else { return [] }
+            state.flights[url] = nil
+            return Array(flight.waiters.values)
+        }
+        for waiter in waiters { waiter.resume(returning: result) }
+    }
+
+    /// A cancelled caller stops waiting; the last one out cancels the download.
+    private func leave(_ url: String, waiterID: Int) {
+        let (waiter, orphaned) = state.withLock { state -> (Waiter?, Task<Void, Never>?) in
+            if state.pending.remove(waiterID) != nil {
+                state.cancelledEarly.insert(waiterID)
+                return (nil, nil)
+            }
+            guard var flight = state.flights[url], let waiter = flight.waiters.removeValue(forKey: waiterID) else {
+                return (nil, nil)  // already finished
+            }
+            if flight.waiters.isEmpty {
+                state.flights[url] = nil
+                return (waiter, flight.task)
+            }
+            state.flights[url] = flight
+            return (waiter, nil)
+        }
+        orphaned?.cancel()
+        waiter?.resume(returning: .failure(.cancelled))
+    }
+
+    // MARK: - Downloading
+
+    /// One download: runs in its own task, shared by every caller waiting for `url`.
+    private func download(_ url: String, requestURL: URL) async -> Result<LoadedImage, ImageLoaderError> {
+        // Another download (or another process) may have filled the store meanwhile.
+        let stored: StoredImage?
+        do { stored = try readStore(url) } catch { return .failure(error) }
+        if let stored, !stored.isStale, let image = image(from: stored, url: url, source: .disk) { return .success(image) }
+
+        guard await limiter.acquire() else { return .failure(.cancelled) }
+        defer { limiter.release() }
+
+        var request = URLRequest(url: requestURL, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: configuration.timeout)
+        for (name, value) in configuration.headers { request.setValue(value, forHTTPHeaderField: name) }
+        if let stored {
+            if let etag = stored.info.validators.etag { request.setValue(etag, forHTTPHeaderField: "If-None-Match") }
+            if let lastModified = stored.info.validators.lastModified {
+                request.setValue(lastModified, forHTTPHeaderField: "If-Modified-Since")
+            }
+        }
+        counters.requests.add(1, ordering: .relaxed)
+        let response: HTTPURLResponse
+        let body: Data
+        do { (response, body) = try await fetch(request, url: url) } catch {
+            return fail(url, error, stored: stored)
+        }
+        counters.bytes.add(body.count, ordering: .relaxed)
+        return handle(response, body: body, url: url, stored: stored)
+    }
+
+    /// The transport's answer, or a typed error; `timedOut` after `Configuration.timeout`.
+    private func fetch(_ request: URLRequest, url: String) async throws(ImageLoaderError) -> (HTTPURLResponse, Data) {
+        let (transport, limit, timeout) = (transport, store.configuration.maxEntryBytes, configuration.timeout)
+        do {
+            return try await withThrowingTaskGroup(of: Answer?.self) { group in
+                group.addTask { Answer(try await transport.fetch(request, bodyLimit: limit)) }
+                group.addTask {
+                    try await Task.sleep(for: .seconds(timeout))
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let answer = try await group.next()! else { throw ImageLoaderError.timedOut(url: url, seconds: timeout) }
+                return (answer.response, answer.body)
+            }
+        } catch {
+            throw Self.loaderError(error, url: url, timeout: timeout)
+        }
+    }
+
+    /// What a response means: a stored image, a renewed one, or a failure.
+    private func handle(_ response: HTTPURLResponse, body: Data, url: String,
+                        stored: StoredImage?) -> Result<LoadedImage, ImageLoaderError> {
+        let headers = HTTPFreshness.headers(of: response)
+        let freshness = HTTPFreshness(headers: headers, now: store.configuration.clock(), configuration: configuration)
+        let status = response.statusCode
+        if status == 304, let stored {
+            return revalidated(stored, url: url, headers: headers, freshness: freshness)
+        }
+        // 206 is a part of the image, 304 without a stored entry answers a question we did not ask.
+        guard (200...299).contains(status), status != 206 else {
+            return fail(url, .httpStatus(url: url, status: status), stored: stored)
+        }
+        guard !body.isEmpty else { return fail(url, .emptyBody(url: url), stored: stored) }
+        let limit = store.configuration.maxEntryBytes
+        guard body.count <= limit else {
+            return fail(url, .responseTooLarge(url: url, limit: limit, byteCount: body.count), stored: stored)
+        }
+        // With a content coding the header counts encoded bytes, not the decoded body.
+        let encoding = headers["content-encoding"]?.lowercased() ?? "identity"
+        if response.expectedContentLength >= 0, encoding == "identity", Int(response.expectedContentLength) != body.count {
+            return fail(url, .lengthMismatch(url: url, expected: Int(response.expectedContentLength), received: body.count),
+                        stored: stored)
+        }
+        let facts: ImageFacts
+        do { facts = try validator.validate(body, mode: .structure) } catch {
+            return fail(url, .invalidImage(url: url, reason: error.description), stored: stored)
+        }
+        clearFailure(for: url)
+        guard freshness.isStorable else {
+            // The origin forbids keeping this response, and an older copy must not outlive it.
+            if stored != nil { _ = try? store.remove(url) }
+            return .success(LoadedImage(url: url, data: body, facts: facts, source: .network, expiresAt: nil,
+                                        isStored: false, staleReason: nil))
+        }
+        let validators = CacheValidators(etag: headers["etag"], lastModified: headers["last-modified"])
+        do {
+            let info = try store.put(body, for: url, ttl: freshness.ttl, validators: validators)
+            return .success(LoadedImage(url: url, data: body, facts: info.image ?? facts, source: .network,
+                                        expiresAt: info.expiresAt, isStored: true, staleReason: nil))
+        } catch {
+            if case let .invalidImage(_, reason) = error {
+                // The store validates more strictly (rejectInvalidDeep) than the loader.
+                return fail(url, .invalidImage(url: url, reason: reason), stored: stored)
+            }
+            return .failure(.store(error))
+        }
+    }
+
+    /// A 304: the stored bytes are current; renew their lifetime (and validators).
+    private func revalidated(_ stored: StoredImage, url: String, headers: [String: String],
+                             freshness: HTTPFreshness) -> Result<LoadedImage, ImageLoaderError> {
+        counters.notModified.add(1, ordering: .relaxed)
+        clearFailure(for: url)
+        let validators = CacheValidators(
+            etag: headers["etag"] ?? stored.info.validators.etag,
+            lastModified: headers["last-modified"] ?? stored.info.validators.lastModified)
+        let info: EntryInfo?
+        do { info = try store.refresh(url, ttl: freshness.isStorable ? freshness.ttl : 0, validators: validators) } catch {
+            return .failure(.store(error))
+        }
+        guard var image = image(from: stored, url: url, source: .revalidated) else {
+            return .failure(.invalidImage(url: url, reason: "the stored entry is not a valid image"))
+        }
+        image.expiresAt = info?.expiresAt
+        image.isStored = info != nil
+        return .success(image)
+    }
+
+    /// Remembers a failure (unless it is a cancellation) and serves the stale entry if allowed.
+    private func fail(_ url: String, _ error: ImageLoaderError,
+                      stored: StoredImage?) -> Result<LoadedImage, ImageLoaderError> {
+        guard error != .cancelled else { return .failure(error) }
+        if configuration.negativeTTL > 0 {
+            let now = store.configuration.clock()
+            let until = now.addingTimeInterval(configuration.negativeTTL)
+            state.withLock { $0.remember(.recentlyFailed(url: url, until: until, cause: error), for: url, now: now, until: until) }
+        }
+        if let image = staleFallback(error, stored: stored, url: url) { return .success(image) }
+        return .failure(error)
+    }
+
+    // MARK: - Helpers
+
+    /// The expired `stored` entry as a `.stale` image, when `failure` and the policy allow it.
+    private func staleFallback(_ failure: ImageLoaderError, stored: StoredImage?, url: String) -> LoadedImage? {
+        guard let stored, stored.isStale, failure.isOriginFailure else { return nil }
+        switch configuration.staleFallback {
+        case .never: return nil
+        case .onUnreachable: if failure.isServerError { return nil }
+        case .onUnreachableOrServerError: break
+        }
+        if let maxStaleAge = configuration.maxStaleAge, let expiresAt = stored.info.expiresAt,
+           store.configuration.clock().timeIntervalSince(expiresAt) > maxStaleAge {
+            return nil
+        }
+        guard var image = image(from: stored, url: url, source: .stale) else { return nil }
+        image.staleReason = failure
+        counters.staleServed.add(1, ordering: .relaxed)
+        return image
+    }
+
+    /// A stored entry as a loaded image; nil when it cannot be one (stored unvalidated and
+    /// not an image), so the caller downloads it again.
+    private func image(from stored: StoredImage, url: String, source: LoadedImage.Source) -> LoadedImage? {
+        guard let facts = stored.info.image ?? (try? validator.validate(stored.data, mode: .structure)) else { return nil }
+        return LoadedImage(url: url, data: stored.data, facts: facts, source: source, expiresAt: stored.info.expiresAt,
+                           isStored: true, staleReason: nil)
+    }
+
+    /// The stored entry, fresh or expired; nil when missing or corrupt (a corrupt entry is
+    /// downloaded again, and the put replaces it).
+    private func readStore(_ url: String) throws(ImageLoaderError) -> StoredImage? {
+        do { return try store.get(url, allowingStale: true) } catch {
+            if case .checksumMismatch = error { return nil }
+            throw .store(error)
+        }
+    }
+
+    private func recentFailure(for url: String) -> ImageLoaderError? {
+        let now = store.configuration.clock()
+        return state.withLock { state in
+            guard let failure = state.failures[url] else { return nil }
+            if failure.until > now { return failure.error }
+            state.failures[url] = nil
+            return nil
+        }
+    }
+
+    private func clearFailure(for url: String) {
+        state.withLock { _ = $0.failures.removeValue(forKey: url) }
+    }
+
+    /// `url` as a request URL: absolute http(s) with a host.
+    private static func requestURL(_ url: String) throws(ImageLoaderError) -> URL {
+        guard !url.isEmpty else { throw .invalidURL(url: url, reason: "the URL is empty") }
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased() else {
+            throw .invalidURL(url: url, reason: "it is not a URL")
+        }
+        guard scheme == "http" || scheme == "https" else {
+            throw .invalidURL(url: url, reason: "the scheme \"\(scheme)\" is not http or https")
+        }
+        guard let host = parsed.host, !host.isEmpty else { throw .invalidURL(url: url, reason: "it has no host") }
+        return parsed
+    }
+
+    /// Maps a transport's error to the loader's.
+    static func loaderError(_ error: any Error, url: String, timeout: TimeInterval) -> ImageLoaderError {
+        if let error = error as? ImageLoaderError { return error }
+        if error is CancellationError || Task.isCancelled { return .cancelled }
+        guard let error = error as? URLError else { return .transport(url: url, reason: "\(error)") }
+        switch error.code {
+        case .cancelled: return .cancelled
+        case .timedOut: return .timedOut(url: url, seconds: timeout)
+        case .cannotConnectToHost: return .unreachable(url: url, reason: "connection refused")
+        case .cannotFindHost, .dnsLookupFailed: return .unreachable(url: url, reason: "host not found")
+        case .networkConnectionLost: return .unreachable(url: url, reason: "connection lost")
+        case .notConnectedToInternet: return .unreachable(url: url, reason: "no network")
+        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
+             .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot:
+            return .transport(url: url, reason: "TLS failed (URLError \(error.code.rawValue))")
+        case .badServerResponse: return .transport(url: url, reason: "the server's response is not valid HTTP")
+        default: return .transport(url: url, reason: "URLError \(error.code.rawValue)")
+        }
+    }
+}
+
+// MARK: - State
+
+extension ImageLoader {
+    typealias Waiter = CheckedContinuation<Result<LoadedImage, ImageLoaderError>, Never>
+
+    /// One download and the callers waiting for it.
+    struct Flight {
+        var id: Int
+        var task: Task<Void, Never>
+        var waiters: [Int: Waiter]
+    }
+
+    /// A remembered failure (negative cache entry).
+    struct Failure {
+        var error: ImageLoaderError
+        var until: Date
+    }
+
+    /// Everything guarded by the loader's lock.
+    struct State {
+        /// Downloads in progress, by URL as passed to `load`.
+        var flights: [String: Flight] = [:]
+        var nextID = 0
+        /// Waiters between taking an id and joining a flight: a cancellation that lands then
+        /// is recorded in `cancelledEarly`, and the waiter leaves as it joins.
+        var pending: Set<Int> = []
+        var cancelledEarly: Set<Int> = []
+        /// The negative cache, by URL as passed to `load`.
+        var failures: [String: Failure] = [:]
+
+        mutating func newPendingWaiter() -> Int {
+            nextID += 1
+            pending.insert(nextID)
+            return nextID
+        }
+
+        mutating func remember(_ error: ImageLoaderError, for url: String, now: Date, until: Date) {
+            // Bound the table: when it grows, drop what has expired (and, past that, everything
+            // older than the newest entries: a remembered failure is only an optimisation).
+            if failures.count >= 4096 {
+                failures = failures.filter { $0.value.until >= now }
+                if failures.count >= 4096 { failures.removeAll() }
+            }
+            failures[url] = Failure(error: error, until: until)
+        }
+    }
+
+    /// A response head and body: the task group's child result (nil is the timeout's).
+    struct Answer: Sendable {
+        var response: HTTPURLResponse
+        var body: Data
+        init(_ answer: (HTTPURLResponse, Data)) { (response, body) = answer }
+    }
+
+    final class Counters: Sendable {
+        let requests = Atomic<Int>(0)
+        let notModified = Atomic<Int>(0)
+        let coalesced = Atomic<Int>(0)
+        let negativeHits = Atomic<Int>(0)
+        let staleServed = Atomic<Int>(0)
+        let bytes = Atomic<Int>(0)
+    }
+}
