@@ -208,6 +208,56 @@ import Testing
         }
     }
 
+    /// A real full disk (a 2 MiB tmpfs in a private mount namespace; needs root, as CI has): the
+    /// import stops at the failing put with 74, and every file reported before it is readable.
+    @Test func aStoreFailureStopsTheImportWith74AndKeepsWhatWasReported() throws {
+        try withTemporaryDirectory { directory throws in
+            // A valid JPEG of a few MiB: random noise at quality 100, encoded by cjpeg.
+            var random = SeededGenerator(seed: 2)
+            let ppm = Data("P6\n1600 1200\n255\n".utf8) + random.bytes(1600 * 1200 * 3)
+            try write(ppm, directory + "/noise.ppm")
+            let tree = directory + "/tree"
+            try write(try Fixtures.image("photo-baseline.jpg"), tree + "/a-small.jpg")
+            let encode = try ChildProcess.run("/bin/sh", ["-c", "cjpeg -quality 100 \"$1\" > \"$2\"", "sh",
+                                                          directory + "/noise.ppm", tree + "/b-big.jpg"])
+            #expect(encode.status == 0, "cjpeg: \(encode.standardError)")
+            let mount = directory + "/mnt"
+            try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
+            let script = """
+                mount -t tmpfs -o size=2m tmpfs "$1" || exit 99
+                "$2" --store "$1/s" import --json --base-url https://x.test/ "$3" 2>"$1/err"
+                echo "import status=$?"
+                cat "$1/err" >&2
+                "$2" --store "$1/s" get https://x.test/a-small.jpg | cmp -s - "$3/a-small.jpg" && echo "small intact"
+                """
+            let result = try ChildProcess.run("/usr/bin/unshare", ["-m", "/bin/sh", "-c", script, "sh", mount, admin, tree])
+            #expect(result.status == 0, "\(result.output) \(result.standardError)")
+            let lines = result.output.split(separator: "\n")
+            #expect(lines.count == 4, "\(result.output)")
+            guard lines.count == 4 else { return }
+            let first = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+            let second = try #require(try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: Any])
+            #expect(first["ok"] as? Bool == true && first["path"] as? String == "a-small.jpg")
+            #expect(second["ok"] as? Bool == false && second["path"] as? String == "b-big.jpg")
+            #expect(lines[2] == "import status=74")
+            #expect(lines[3] == "small intact")
+            #expect(result.standardError.hasPrefix("imgstore-admin import: stopped after importing 1 of 2 files: The disk holding the store at \(mount)/s is full"),
+                    "\(result.standardError)")
+        }
+    }
+
+    /// Progress is drawn on a terminal (here a pseudo-terminal from script(1)) and nowhere else;
+    /// the other tests check that stderr stays clean when it is a pipe.
+    @Test func progressIsDrawnOnlyWhenStderrIsATerminal() throws {
+        try withTemporaryDirectory { directory throws in
+            let command = "'\(admin)' --store '\(directory)/s' import --base-url https://x.test/ '\(Fixtures.directory)'"
+            let result = try ChildProcess.run("/usr/bin/script", ["-qec", command, "/dev/null"])
+            #expect(result.status == 0, "\(result.output) \(result.standardError)")
+            #expect(result.output.contains("\r\u{1B}[Kimport 0/7 "), "\(result.output.debugDescription)")
+            #expect(result.output.contains("imported 7 of 7 files (0 skipped)"))
+        }
+    }
+
     // MARK: - Manifests
 
     @Test func manifestEntriesThatAreUnsafeOrDoNotMatchAreReportedAndSkipped() throws {
