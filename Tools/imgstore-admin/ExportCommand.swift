@@ -19,7 +19,7 @@ enum ExportCommand: AdminCommand {
             every character but A-Z a-z 0-9 - _ . replaced by _, no leading . or -, at most 80 characters;
             "image" when nothing is left), "-", 16 hex digits of the URL's FNV-1a 64-bit hash, and an extension
             from the image format (png, jpg, gif, webp; bin when unknown). Names never contain "/" or start
-            with ".", so nothing is written outside DIR; URLs differing only in query or fragment get different
+            with ".", so nothing is written outside DIR; URLs that differ only in their query get different
             hashes; in the unlikely case of a clash the later URL (in URL order) gets -2, -3, ….
 
             Each file is written to a temporary name, synced and renamed; manifest.json is written last, the
