@@ -49,7 +49,8 @@ let package = Package(
         .testTarget(name: "ImageValidationTests", dependencies: ["ImageValidation"]),
         .testTarget(name: "MemoryCacheTests", dependencies: ["MemoryCache"]),
         .testTarget(
-            name: "ImageStoreTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB", "Locking", "imgstore-test-child"]),
+            name: "ImageStoreTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB", "Locking", "imgstore-test-child"],
+            exclude: ["Loading/test_server.py"]),
         .testTarget(name: "ImgstoreAdminTests", dependencies: ["ImageStoreTestSupport", "imgstore-admin"]),
     ],
     swiftLanguageModes: [.v6]
