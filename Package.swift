@@ -38,7 +38,8 @@ let package = Package(
         .executableTarget(
             name: "imgstore-bench",
             dependencies: ["ImageStore", "LMDB", "CLMDB", "CSQLite", "MemoryCache", "ImageValidation"],
-            path: "Tools/imgstore-bench"
+            path: "Tools/imgstore-bench",
+            exclude: ["README.md"]
         ),
 
         // MARK: - Tests

@@ -68,7 +68,7 @@ public final class ImageLoader: Sendable {
         guard !Task.isCancelled else { throw .cancelled }
         let requestURL = try Self.requestURL(url)
         let stored = try readStore(url)
-        if let stored, !stored.isStale, let image = image(from: stored, url: url, source: .disk) { return image }
+        if let stored, !stored.isStale, let image = image(from: stored, url: url, source: stored.source == .memory ? .memory : .disk) { return image }
         if let failure = recentFailure(for: url) {
             counters.negativeHits.add(1, ordering: .relaxed)
             if let image = staleFallback(failure, stored: stored, url: url) { return image }
@@ -180,7 +180,7 @@ public final class ImageLoader: Sendable {
         // Another download (or another process) may have filled the store meanwhile.
         let stored: StoredImage?
         do { stored = try readStore(url) } catch { return .failure(error) }
-        if let stored, !stored.isStale, let image = image(from: stored, url: url, source: .disk) { return .success(image) }
+        if let stored, !stored.isStale, let image = image(from: stored, url: url, source: stored.source == .memory ? .memory : .disk) { return .success(image) }
 
         guard await limiter.acquire() else { return .failure(.cancelled) }
         defer { limiter.release() }
