@@ -20,6 +20,8 @@ struct CommandSpec {
     /// How many positional arguments are accepted.
     var positional: ClosedRange<Int>
     var details: String = ""
+    /// The status a usage error ends this command with.
+    var usageExitCode: ExitCode = .usage
 }
 
 /// The parsed command line of one command.
@@ -61,30 +63,30 @@ enum ArgumentParser {
                 inlineValue = String(argument[argument.index(after: equals)...])
             }
             guard let option = table.first(where: { $0.name == name || $0.short == name }) else {
-                throw usage("unknown option \(name) for '\(spec.name)'")
+                throw usage("unknown option \(name) for '\(spec.name)'", spec)
             }
             if let placeholder = option.value {
                 if let inlineValue {
                     parsed.values[option.name] = inlineValue
                 } else {
-                    guard index < arguments.count else { throw usage("\(option.name) needs a value (\(placeholder))") }
+                    guard index < arguments.count else { throw usage("\(option.name) needs a value (\(placeholder))", spec) }
                     parsed.values[option.name] = arguments[index]
                     index += 1
                 }
             } else {
-                guard inlineValue == nil else { throw usage("\(option.name) takes no value") }
+                guard inlineValue == nil else { throw usage("\(option.name) takes no value", spec) }
                 parsed.flags.insert(option.name)
             }
         }
         if parsed.has("--help") { return parsed }
         guard spec.positional.contains(parsed.positionals.count) else {
-            throw usage("'\(spec.name)' expects \(spec.arguments.isEmpty ? "no arguments" : spec.arguments), got \(parsed.positionals.count) argument(s)")
+            throw usage("'\(spec.name)' expects \(spec.arguments.isEmpty ? "no arguments" : spec.arguments), got \(parsed.positionals.count) argument(s)", spec)
         }
         return parsed
     }
 
-    static func usage(_ message: String) -> CommandFailure {
-        CommandFailure(code: .usage, message: message + " (see imgstore-admin --help)")
+    static func usage(_ message: String, _ spec: CommandSpec? = nil) -> CommandFailure {
+        CommandFailure(code: spec?.usageExitCode ?? .usage, message: message + " (see imgstore-admin --help)")
     }
 
     /// The `--help` text of one command.

@@ -1,16 +1,28 @@
-/// The tool's exit statuses (sysexits.h values where one fits), as documented in `--help`
-/// and the README.
-enum ExitCode: Int32 {
+/// The tool's exit statuses, as documented in `--help` and the README: sysexits.h values for
+/// most commands, and fsck's for `verify`, which scripts treat the way they treat `fsck`.
+struct ExitCode: RawRepresentable, Hashable {
+    var rawValue: Int32
+
     /// Success.
-    case success = 0
+    static let success = ExitCode(rawValue: 0)
     /// The entry asked for does not exist (`get`, `rm`), or a file is invalid (`validate`).
-    case notFound = 1
+    static let notFound = ExitCode(rawValue: 1)
     /// The command line is wrong (EX_USAGE).
-    case usage = 64
+    static let usage = ExitCode(rawValue: 64)
     /// The input data is bad: not an image, too large, a malformed URL (EX_DATAERR).
-    case dataError = 65
+    static let dataError = ExitCode(rawValue: 65)
     /// An I/O or storage error: cannot open, disk full, corrupt store (EX_IOERR).
-    case ioError = 74
+    static let ioError = ExitCode(rawValue: 74)
+
+    // MARK: verify (as fsck)
+    /// Problems were found and all of them repaired.
+    static let verifyRepaired = ExitCode(rawValue: 1)
+    /// Problems were found and some are left.
+    static let verifyProblemsLeft = ExitCode(rawValue: 4)
+    /// The check could not run: cannot open, I/O error.
+    static let verifyOperationalError = ExitCode(rawValue: 8)
+    /// The command line is wrong.
+    static let verifyUsage = ExitCode(rawValue: 16)
 }
 
 /// A failure that ends the command with `code`, after printing `message` as one line on stderr.

@@ -6,7 +6,7 @@ import ImageStore
 let commands: [any AdminCommand.Type] = [
     DemoCommand.self, PutCommand.self, GetCommand.self, RemoveCommand.self, ListCommand.self, StatsCommand.self,
     ValidateCommand.self, ExpireCommand.self, LogStatusCommand.self, CheckpointCommand.self,
-    FetchCommand.self, ImportCommand.self, ExportCommand.self,
+    FetchCommand.self, ImportCommand.self, ExportCommand.self, VerifyCommand.self, QuarantineCommand.self,
 ]
 
 let version = "0.1.0"
@@ -30,6 +30,8 @@ let topLevelHelp = """
       64  usage error
       65  bad input data (not an image, too large, malformed URL)
       74  I/O or storage error (cannot open, disk full, corrupt store)
+    verify exits as fsck does: 0 no problems, 1 all repaired, 4 problems left,
+      8 operational error, 16 usage error
     """
 
 @MainActor

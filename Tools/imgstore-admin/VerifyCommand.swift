@@ -1,0 +1,84 @@
+import Foundation
+import ImageStore
+
+/// `verify [--deep] [--repair] [--json]`: fsck for an image store.
+enum VerifyCommand: AdminCommand {
+    static let spec = CommandSpec(
+        name: "verify",
+        summary: "Check every entry, its bytes, the indexes, the counters and the log, like fsck.",
+        arguments: "",
+        options: [
+            OptionSpec(name: "--deep", help: "fully decode every PNG and JPEG (slower)"),
+            OptionSpec(name: "--repair", help: "move bad entries to the quarantine, rebuild indexes and counters (takes the writer lock)"),
+            OptionSpec(name: "--json", help: "print one JSON object: ok, entriesChecked, problems, counts"),
+        ],
+        positional: 0...0,
+        details: """
+            Without --repair the store is opened read-only: it is safe while a service writes to it
+            (it reads snapshots in short chunks and never takes the writer lock).
+
+            exit status (as fsck):
+              0   no problems
+              1   problems found, and all of them repaired
+              4   problems left
+              8   operational error (cannot open the store, I/O error)
+              16  usage error
+            """,
+        usageExitCode: .verifyUsage)
+
+    static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
+        let repair = arguments.has("--repair")
+        var configuration = ImageStore.Configuration()
+        configuration.readOnly = !repair
+        configuration.salvageDamagedLog = repair
+        configuration.validation = .none  // verify reads; nothing it writes needs validating
+        let store: ImageStore
+        do { store = try ImageStore(path: context.storePath, configuration: configuration) } catch {
+            throw CommandFailure(code: .verifyOperationalError, message: error.description)
+        }
+        let progress = SharedProgress(Progress(label: "verifying entries", total: (try? store.statistics().entryCount) ?? 0))
+        var options = ImageStore.VerifyOptions(deep: arguments.has("--deep"), repair: repair)
+        options.progress = { progress.update($0) }
+        let report: VerifyReport
+        do { report = try store.verify(options) } catch {
+            progress.finish()
+            throw CommandFailure(code: .verifyOperationalError, message: error.description)
+        }
+        progress.finish()
+        store.close()
+
+        if arguments.has("--json") {
+            let object: [String: Any] = [
+                "ok": report.problems.isEmpty, "entriesChecked": report.entriesChecked,
+                "logSegmentsChecked": report.logSegmentsChecked, "tornLogBytes": report.tornLogBytes,
+                "problems": report.problems.map { ["kind": $0.kind.rawValue, "subject": $0.subject, "detail": $0.detail, "repaired": $0.repaired] },
+                "counts": Dictionary(uniqueKeysWithValues: report.countsByKind.map { ($0.key.rawValue, $0.value) }),
+            ]
+            context.print(Describe.json(object))
+        } else {
+            for problem in report.problems { context.print(problem.description) }
+            if report.problems.isEmpty {
+                context.print("OK: \(report.entriesChecked) entries and \(report.logSegmentsChecked) log segment(s) checked")
+            } else {
+                let counts = report.countsByKind.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.value) \($0.key.rawValue)" }
+                let repaired = report.problems.count - report.unrepaired.count
+                context.print("\(report.problems.count) problem(s) found (\(counts.joined(separator: ", "))), \(repaired) repaired")
+            }
+        }
+        if report.problems.isEmpty { return }
+        if report.unrepaired.isEmpty { throw CommandFailure(code: .verifyRepaired, message: "all problems repaired") }
+        throw CommandFailure(code: .verifyProblemsLeft, message: "\(report.unrepaired.count) problem(s) left")
+    }
+}
+
+/// A `Progress` line that the store's verifying thread may update.
+private final class SharedProgress: @unchecked Sendable {
+    // @unchecked: `progress` is only touched under `lock`.
+    private let lock = NSLock()
+    private var progress: Progress
+
+    init(_ progress: Progress) { self.progress = progress }
+
+    func update(_ done: Int) { lock.withLock { progress.update(done, "") } }
+    func finish() { lock.withLock { progress.finish() } }
+}
