@@ -1,0 +1,117 @@
+import Foundation
+import LMDB
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a compaction did, or (dry run) would gain.
+public struct CompactionReport: Sendable, Hashable {
+    /// Disk bytes of `data.mdb` before and after (after = the estimate in a dry run).
+    public var bytesBefore: Int
+    public var bytesAfter: Int
+    /// Expired entries purged first (or that would be).
+    public var expiredPurged: Int
+    /// Quarantined entries purged first (or that would be).
+    public var quarantinePurged: Int
+    /// Wall-clock seconds the compaction took.
+    public var seconds: Double
+    public var dryRun: Bool
+}
+
+extension ImageStore {
+    /// How `compact` runs.
+    public struct CompactionOptions: Sendable {
+        /// Delete expired entries before copying.
+        public var purgeExpired = false
+        /// Delete the quarantine's contents before copying.
+        public var purgeQuarantine = false
+        /// Estimate the gain without changing anything.
+        public var dryRun = false
+
+        public init(purgeExpired: Bool = false, purgeQuarantine: Bool = false, dryRun: Bool = false) {
+            self.purgeExpired = purgeExpired
+            self.purgeQuarantine = purgeQuarantine
+            self.dryRun = dryRun
+        }
+    }
+
+    /// Reclaims the space LMDB never gives back, for a store no process has open for writing:
+    /// recovers and checkpoints the log, optionally purges expired and quarantined entries,
+    /// writes a compacted copy (`mdb_env_copy2` with `MDB_CP_COMPACT`) into a fresh sibling
+    /// directory, fsyncs it (LMDB does not), then renames it over `data.mdb` and fsyncs the
+    /// directory. A crash at any moment leaves the old or the new data file, whole.
+    ///
+    /// The process must not have the store open, and no other process may use it meanwhile.
+    /// - Throws: `writerLocked` (a service writes to it), `alreadyOpen`, storage errors; a
+    ///   store still in use by readers of other processes is refused with `storage`.
+    public static func compact(path: String, configuration: Configuration = .init(),
+                               options: CompactionOptions = CompactionOptions()) throws(ImageStoreError) -> CompactionReport {
+        let started = Date()
+        var configuration = configuration
+        configuration.readOnly = false
+        configuration.sweepInterval = nil
+        let before = fileBytes(path)
+        var expired = 0
+        var quarantined = 0
+        do {
+            let store = try ImageStore(path: path, configuration: configuration)
+            defer { store.close() }
+            if options.dryRun {
+                let stats = try store.statistics()
+                expired = options.purgeExpired ? stats.expiredEntries : 0
+                quarantined = options.purgeQuarantine ? try store.quarantinedEntries().count : 0
+                let expiredBytes = options.purgeExpired ? stats.expiredBytes : 0
+                let after = max(stats.occupiedBytes - expiredBytes, 0)
+                return CompactionReport(bytesBefore: before, bytesAfter: after, expiredPurged: expired,
+                                        quarantinePurged: quarantined, seconds: Date().timeIntervalSince(started), dryRun: true)
+            }
+            if options.purgeExpired { expired = try store.sweepExpired().entries }
+            if options.purgeQuarantine { quarantined = try store.purgeQuarantine() }
+            try store.checkpoint()
+        }
+        // The store is closed (its log retired); hold the writer lock ourselves from here on.
+        let lock = try WriterLock(directory: path)
+        defer { withExtendedLifetime(lock) {} }
+        let copy = path + ".compacting-\(getpid())"
+        try? FileManager.default.removeItem(atPath: copy)
+        do {
+            try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: false)
+        } catch {
+            throw .notWritable(path: copy, reason: "cannot create the compaction directory")
+        }
+        defer { try? FileManager.default.removeItem(atPath: copy) }
+        do {
+            let environment = try Environment.open(path: path)
+            let others = environment.readerTable().filter { !$0.contains(" \(getpid()) ") }
+            guard others.isEmpty else {
+                throw ImageStoreError.storage(path: path, detail: "other processes are reading the store (\(others.count) reader slot(s)); compact it when it is not in use")
+            }
+            try environment.copy(to: copy, compact: true)
+        } catch let error as ImageStoreError {
+            throw error
+        } catch {
+            throw .from(error, path: path, operation: "copying the store compacted", maxMapSize: configuration.maxMapSize)
+        }
+        try syncFile(copy + "/data.mdb")
+        try syncFile(copy)
+        guard rename(copy + "/data.mdb", path + "/data.mdb") == 0 else {
+            throw .storage(path: path, detail: "renaming the compacted data file into place: \(String(cString: strerror(errno)))")
+        }
+        try syncFile(path)
+        return CompactionReport(bytesBefore: before, bytesAfter: fileBytes(path), expiredPurged: expired,
+                                quarantinePurged: quarantined, seconds: Date().timeIntervalSince(started), dryRun: false)
+    }
+
+    private static func fileBytes(_ path: String) -> Int {
+        var status = stat()
+        return stat(path + "/data.mdb", &status) == 0 ? Int(status.st_blocks) * 512 : 0
+    }
+
+    /// fsyncs a file or directory.
+    private static func syncFile(_ path: String) throws(ImageStoreError) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .storage(path: path, detail: "open for fsync: \(String(cString: strerror(errno)))") }
+        defer { Glibc.close(fd) }
+        guard fsync(fd) == 0 else { throw .storage(path: path, detail: "fsync: \(String(cString: strerror(errno)))") }
+    }
+}
