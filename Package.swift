@@ -47,7 +47,7 @@ let package = Package(
         .executableTarget(
             name: "imgstore-test-child", dependencies: ["LMDB", "ImageStore"], path: "Tests/imgstore-test-child"),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "ImageStoreTestSupport", "imgstore-test-child"]),
-        .testTarget(name: "ImageValidationTests", dependencies: ["ImageValidation"]),
+        .testTarget(name: "ImageValidationTests", dependencies: ["ImageValidation", "ImageStoreTestSupport"]),
         .testTarget(name: "MemoryCacheTests", dependencies: ["MemoryCache"]),
         .testTarget(
             name: "ImageStoreTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB", "Locking", "imgstore-test-child"],

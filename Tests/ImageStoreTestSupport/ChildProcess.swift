@@ -12,6 +12,15 @@ public struct ProcessResult: Sendable {
 
 /// Runs the project's built executables and other programs as real processes.
 public enum ChildProcess {
+    /// Starts `process`, one launch at a time in this test process: Foundation's `Process.run`
+    /// on Linux is not safe to call from several threads at once (seen here as a crash in
+    /// its argument copying while parallel tests launched children).
+    public static func launch(_ process: Process) throws {
+        try launchLock.withLock { try process.run() }
+    }
+
+    private static let launchLock = NSLock()
+
     /// The directory holding the built products (the test bundle's own directory).
     public static var productsDirectory: String {
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
@@ -40,7 +49,7 @@ public enum ChildProcess {
         process.standardOutput = stdout
         process.standardError = stderr
         process.standardInput = stdin
-        try process.run()
+        try ChildProcess.launch(process)
         if let input { stdin.fileHandleForWriting.write(input) }
         try stdin.fileHandleForWriting.close()
         // Read both pipes to the end before waiting, so a chatty child cannot block on a full pipe.
@@ -67,7 +76,7 @@ public enum ChildProcess {
         process.arguments = arguments
         let stdout = Pipe()
         process.standardOutput = stdout
-        try process.run()
+        try ChildProcess.launch(process)
         var seen = Data()
         while !String(decoding: seen, as: UTF8.self).contains(readyLine) {
             let chunk = stdout.fileHandleForReading.availableData
@@ -90,7 +99,7 @@ public enum ChildProcess {
             process.arguments = arguments
             let pipe = Pipe()
             process.standardOutput = pipe
-            try process.run()
+            try ChildProcess.launch(process)
             finished.enter()
             let reader = pipe.fileHandleForReading
             Thread.detachNewThread { [output, finished] in

@@ -1,4 +1,5 @@
 import Foundation
+import ImageStoreTestSupport
 import ImageValidation
 import Testing
 
@@ -93,7 +94,7 @@ struct GeneratedJPEGTests {
         p.executableURL = URL(fileURLWithPath: "/usr/local/bin/convert")
         p.arguments = [ppm.path, "-colorspace", "CMYK", out.path]
         p.standardError = FileHandle.nullDevice
-        try p.run(); p.waitUntilExit()
+        try ChildProcess.launch(p); p.waitUntilExit()
         guard p.terminationStatus == 0, let data = FileManager.default.contents(atPath: out.path) else { return }
         let facts = try validator.validate(data, mode: .deep)
         #expect(facts.components == 4 && facts.width == 40)

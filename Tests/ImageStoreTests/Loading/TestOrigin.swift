@@ -58,7 +58,7 @@ final class TestOrigin: Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", Self.script, Fixtures.directory, portFile]
-        try process.run()
+        try ChildProcess.launch(process)
         pid = process.processIdentifier
         let deadline = Date().addingTimeInterval(60)
         var port: Int?

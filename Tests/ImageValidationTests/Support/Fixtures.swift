@@ -1,4 +1,5 @@
 import Foundation
+import ImageStoreTestSupport
 
 /// Images made at test time with Debian's encoders (libjpeg-turbo-progs) or built byte by byte.
 enum Fixtures {
@@ -34,7 +35,7 @@ enum Fixtures {
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try ChildProcess.launch(process)
         let data = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
