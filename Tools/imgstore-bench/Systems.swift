@@ -340,24 +340,31 @@ final class FilesPerEntry: StoreSystem {
 
 // MARK: - NSCache
 
-/// Foundation's `NSCache` holding the images as `NSData` under `NSString` URLs, with the memory tier's limits.
+/// Foundation's `NSCache` holding the images under `NSString` URLs, with the memory tier's limits. Values are `Data`
+/// in a small box, as Swift code uses NSCache (on Linux, turning an `NSData` back into `Data` copies it byte by byte,
+/// which would measure the bridge, not the cache).
 ///
 /// `@unchecked Sendable`: NSCache is documented as thread-safe (it locks internally) but is not annotated `Sendable`
 /// in swift-corelibs-foundation.
 final class NSCacheSystem: StoreSystem, @unchecked Sendable {
     let name = "nscache"
-    let cache = NSCache<NSString, NSData>()
+    final class Box {
+        let data: Data
+        init(_ data: Data) { self.data = data }
+    }
+
+    let cache = NSCache<NSString, Box>()
 
     init(costLimit: Int) {
         cache.totalCostLimit = costLimit
     }
 
     func put(_ url: String, _ data: Data, thread: Int) {
-        cache.setObject(NSData(data: data), forKey: url as NSString, cost: data.count)
+        cache.setObject(Box(data), forKey: url as NSString, cost: data.count)
     }
 
     func get(_ url: String, thread: Int) -> Data? {
-        cache.object(forKey: url as NSString).map { Data(referencing: $0) }
+        cache.object(forKey: url as NSString)?.data
     }
 
     func close() { cache.removeAllObjects() }

@@ -104,7 +104,10 @@ var rows: [[String]] = []
 var notes: [String] = []
 for benchmark in selected {
     FileHandle.standardError.write(Data("running \(benchmark.name)…\n".utf8))
+    let caseStart = BenchmarkRunner.nanoseconds()
     let measurements = benchmark.run(options)
+    let caseSeconds = Double(BenchmarkRunner.nanoseconds() - caseStart) / 1e9
+    FileHandle.standardError.write(Data(String(format: "  %.1f s\n", caseSeconds).utf8))
     if json {
         for line in Report.jsonLines(measurements) { print(line) }
         fflush(nil)
