@@ -15,7 +15,7 @@ struct BenchmarkOptions: Sendable {
     var repetitions = 3
 
     /// Bytes of images the store cases put (each put measurement puts all of them) and read.
-    var datasetBytes = 512 << 20
+    var datasetBytes = 256 << 20
     /// Where stores are created; removed at the end of the run.
     var directory = NSTemporaryDirectory() + "imgstore-bench-\(getpid())"
 

@@ -34,7 +34,7 @@ let usage = """
       --quick          every case on a tiny data set, in seconds (a smoke test; asserts nothing about time)
       --json           one JSON object per line per (case, system, threads) on stdout instead of the table
       --cases A,B      run the cases named A and B, or whose names start with "A." or "B."
-      --dataset-mib N  MiB of images each put measurement writes and the get cases read (default 512; quick 8)
+      --dataset-mib N  MiB of images each put measurement writes and the get cases read (default 256; quick 8)
       --dir PATH       where stores are created (default $TMPDIR/imgstore-bench-PID); removed afterwards
     """
 
@@ -75,7 +75,7 @@ while let argument = arguments.popFirst() {
     default: prefixes.append(argument)
     }
 }
-options.datasetBytes = (datasetMiB ?? (options.quick ? 8 : 512)) << 20
+options.datasetBytes = (datasetMiB ?? (options.quick ? 8 : 256)) << 20
 
 /// A case is selected by its exact name, or by a prefix that ends where a name component does (`put` selects
 /// `put.sync` and `put.batched`; `put.sync` also selects `put.sync.small`).
