@@ -37,9 +37,11 @@ let package = Package(
         .executableTarget(name: "imgstore-admin", dependencies: ["ImageStore"], path: "Tools/imgstore-admin"),
         .executableTarget(
             name: "imgstore-bench",
-            dependencies: ["ImageStore", "LMDB", "CLMDB", "CSQLite", "MemoryCache", "ImageValidation"],
+            dependencies: [
+                "ImageStore", "LMDB", "CLMDB", "CSQLite", "MemoryCache", "ImageValidation", "CTurboJPEG", "CZlib",
+            ],
             path: "Tools/imgstore-bench",
-            exclude: ["README.md"]
+            exclude: ["README.md", "last-full-run.txt"]
         ),
 
         // MARK: - Tests

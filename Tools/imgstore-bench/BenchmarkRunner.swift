@@ -14,8 +14,27 @@ struct BenchmarkOptions: Sendable {
     /// Timed runs per measurement; the fastest is kept, since interference from other processes only slows a run.
     var repetitions = 3
 
+    /// Bytes of images the store cases put (each put measurement puts all of them) and read.
+    var datasetBytes = 256 << 20
+    /// Where stores are created; removed at the end of the run.
+    var directory = NSTemporaryDirectory() + "imgstore-bench-\(getpid())"
+
     /// Scales a full-run operation count down in quick mode.
     func ops(_ full: Int) -> Int { quick ? max(1, full / 10) : full }
+
+    /// An empty directory `name` under `directory`.
+    func scratch(_ name: String) -> String {
+        let path = directory + "/" + name
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// Deletes a scratch directory, then flushes the page cache's dirty pages (untimed), so one measurement's
+    /// writeback does not land in the next one's time.
+    func removeScratch(_ path: String) {
+        try? FileManager.default.removeItem(atPath: path)
+        Glibc.sync()
+    }
 }
 
 /// What one system did on one case.
@@ -60,16 +79,20 @@ enum BenchmarkRunner {
     /// Runs `body` on `threads` threads, each over operation indices `0..<opsPerThread` in batches of `batch`, after
     /// an untimed warm-up of one tenth of the operations (unless `warmUp` is false: replays that measure state), and
     /// keeps the fastest of `repetitions` runs. `body(thread, range)` performs the operations of `range` and returns
-    /// the payload bytes they moved.
+    /// the payload bytes they moved. `finish`, when given, runs after every thread is done and inside the timed span
+    /// (e.g. applying a write-ahead log, so a put rate is sustained). With `batchLatency`, a latency sample is the
+    /// whole batch's time (for systems that acknowledge a batch at once, so every operation in it waited that long);
+    /// otherwise it is the batch time divided by its size.
     static func measure(
         _ caseName: String, system: String, threads: Int, opsPerThread: Int, batch: Int = 100, warmUp: Bool = true,
-        repetitions: Int = 1, body: @escaping @Sendable (_ thread: Int, _ range: Range<Int>) -> Int
+        repetitions: Int = 1, batchLatency: Bool = false, finish: (@Sendable () -> Void)? = nil,
+        body: @escaping @Sendable (_ thread: Int, _ range: Range<Int>) -> Int
     ) -> Measurement {
         var best: Measurement?
         for _ in 0..<max(1, repetitions) {
             let m = measureOnce(
                 caseName, system: system, threads: threads, opsPerThread: opsPerThread, batch: batch, warmUp: warmUp,
-                body: body)
+                batchLatency: batchLatency, finish: finish, body: body)
             if best == nil || m.seconds < best!.seconds { best = m }
         }
         return best!
@@ -77,6 +100,7 @@ enum BenchmarkRunner {
 
     static func measureOnce(
         _ caseName: String, system: String, threads: Int, opsPerThread: Int, batch: Int, warmUp: Bool,
+        batchLatency: Bool = false, finish: (@Sendable () -> Void)? = nil,
         body: @escaping @Sendable (_ thread: Int, _ range: Range<Int>) -> Int
     ) -> Measurement {
         // Warm-up (caches, page faults, branch predictors), same shape as the timed run.
@@ -99,13 +123,14 @@ enum BenchmarkRunner {
                 let end = min(i + batch, opsPerThread)
                 let t0 = nanoseconds()
                 bytes &+= body(t, i..<end)
-                latencies.append(Double(nanoseconds() - t0) / Double(end - i))
+                latencies.append(Double(nanoseconds() - t0) / Double(batchLatency ? 1 : end - i))
                 i = end
             }
             let cpu = Double(threadCPUNanoseconds() - cpuStart) / 1e9
             results.withLock { $0.append((bytes, latencies, cpu)) }
         }
         _ = elapsed
+        finish?()
         let end = nanoseconds()
         let seconds = Double(end - wallStart.withLock { $0 }) / 1e9
         let all = results.withLock { $0 }

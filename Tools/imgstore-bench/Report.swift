@@ -29,6 +29,44 @@ enum Report {
         }
     }
 
+    /// One JSON object per measurement (`--json`): `case`, `system`, `threads`, `ops_per_s`, `mb_per_s`, `p50_us`,
+    /// `p99_us`, plus `ops`, `bytes`, `seconds`, `cores` and `ratio` (imgstore ÷ this, as in the table).
+    static func jsonLines(_ measurements: [Measurement]) -> [String] {
+        measurements.map { m in
+            let base = measurements.first { $0.threads == m.threads }!
+            func number(_ x: Double) -> String { x.isFinite ? String(format: "%.6g", x) : "null" }
+            var fields: [(String, String)] = [
+                ("case", quoted(m.caseName)), ("system", quoted(m.system)), ("threads", "\(m.threads)"),
+                ("ops_per_s", number(m.opsPerSecond)), ("mb_per_s", number(m.megabytesPerSecond)),
+                ("p50_us", number(m.p50 / 1000)), ("p99_us", number(m.p99 / 1000)), ("ops", "\(m.operations)"),
+                ("bytes", "\(m.bytes)"), ("seconds", number(m.seconds)), ("cores", number(m.cpuSeconds / m.seconds)),
+                ("ratio", number(base.opsPerSecond / m.opsPerSecond)),
+            ]
+            if let hitRatio = m.hitRatio { fields.append(("hit_ratio", number(hitRatio))) }
+            return "{" + fields.map { "\(quoted($0)): \($1)" }.joined(separator: ", ") + "}"
+        }
+    }
+
+    static func quoted(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    /// Peak resident set size of this process so far, in bytes (`ru_maxrss` is in KiB on Linux).
+    static func peakRSS() -> Int {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        return usage.ru_maxrss * 1024
+    }
+
     /// One line per system measured on more than one thread count: its throughput at N threads over 1 thread.
     static func scaling(_ measurements: [Measurement]) -> [String] {
         var lines: [String] = []

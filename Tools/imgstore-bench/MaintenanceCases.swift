@@ -1,0 +1,122 @@
+import Foundation
+import ImageStore
+import Synchronization
+
+/// Work the store does besides get and put: sweeping expired entries and recovering the write-ahead log on open.
+/// imgstore only (the alternatives have no such operation to time: a file-per-entry cache finds what expired by
+/// scanning its whole directory).
+enum MaintenanceCases {
+    static let all: [BenchmarkCase] = [
+        BenchmarkCase(name: "expire.sweep") { o in sweeps(o) },
+        BenchmarkCase(name: "recover.256MiB") { o in recovery(o) },
+    ]
+
+    /// Cases of features that have not landed; listed by `--help` and in the report so their place is kept.
+    /// `compact`: rewriting a store to its live size (time and MB/s against `mdb_copy -c`).
+    /// `load.coalesced`: concurrent loads of one URL sharing one fetch.
+    static let planned = ["compact", "load.coalesced"]
+
+    // MARK: - Sweeps
+
+    /// A manual clock, so entries expire without waiting.
+    final class ManualClock: Sendable {
+        let now = Mutex(Date(timeIntervalSince1970: 1_700_000_000))
+        func advance(_ seconds: TimeInterval) { now.withLock { $0 += seconds } }
+    }
+
+    static let expiredPerSweep = 1_000
+
+    /// Sweeping 1 000 expired entries out of stores of 10 000 and 200 000 entries (1 000 and 5 000 in `--quick`): the
+    /// sweep visits the expiry index only, so the two should take about as long. One row per store size; ops are the
+    /// entries removed. Each round adds 1 000 entries expiring in a minute, moves the clock two minutes on, sweeps.
+    static func sweeps(_ options: BenchmarkOptions) -> [Measurement] {
+        let sizes = options.quick ? [1_000, 5_000] : [10_000, 200_000]
+        // Small payloads: the sweep's cost is per entry, and 200 000 mix-sized images would take minutes to write.
+        let payload = ImageCorpus.ladders[.jpeg]![0]
+        return sizes.map { size in
+            let clock = ManualClock()
+            var configuration = ImageStore.Configuration()
+            configuration.clock = { clock.now.withLock { $0 } }
+            configuration.sweepInterval = nil
+            configuration.validation = .none
+            let directory = options.scratch("expire-\(size)")
+            let store: ImageStore
+            do { store = try ImageStore(path: directory, configuration: configuration) } catch { fail("\(error)") }
+            defer {
+                store.close()
+                options.removeScratch(directory)
+            }
+            func put(_ key: Int, ttl: TimeInterval) {
+                do { try store.put(payload, for: "https://cdn.example.com/img/\(key).jpg", ttl: ttl, durability: .none) }
+                catch { fail("expire.sweep put: \(error)") }
+            }
+            // The store's long-lived entries: a week, the default TTL.
+            let fillStart = BenchmarkRunner.nanoseconds()
+            for key in 0..<(size - expiredPerSweep) {
+                put(key, ttl: 7 * 86_400)
+                // Settle now and then: filling far ahead of the applier slows puts down more and more (reported).
+                if key % 1_000 == 999 { do { _ = try store.statistics() } catch { fail("\(error)") } }
+            }
+            let fillPut = BenchmarkRunner.nanoseconds()
+            do { _ = try store.statistics() } catch { fail("\(error)") }
+            FileHandle.standardError.write(Data(String(format: "  filled %d entries: puts %.1f s, applied %.1f s\n", size, Double(fillPut - fillStart) / 1e9, Double(BenchmarkRunner.nanoseconds() - fillPut) / 1e9).utf8))
+            var best: Measurement?
+            for round in 0..<max(1, options.repetitions) {
+                for i in 0..<expiredPerSweep { put(size + round * expiredPerSweep + i, ttl: 60) }
+                do { _ = try store.statistics() } catch { fail("\(error)") }
+                clock.advance(120)
+                let t0 = BenchmarkRunner.nanoseconds()
+                let report: SweepReport
+                do { report = try store.sweepExpired() } catch { fail("expire.sweep: \(error)") }
+                let ns = Double(BenchmarkRunner.nanoseconds() - t0)
+                if report.entries != expiredPerSweep {
+                    fail("expire.sweep removed \(report.entries) entries, expected \(expiredPerSweep)")
+                }
+                let m = Measurement(
+                    caseName: "expire.sweep", system: "imgstore \(size / 1000)k entries", threads: 1,
+                    operations: report.entries, bytes: report.bytes, seconds: ns / 1e9,
+                    latencies: [ns / Double(report.entries)], cpuSeconds: ns / 1e9)
+                if best == nil || m.seconds < best!.seconds { best = m }
+            }
+            return best!
+        }
+    }
+
+    // MARK: - Recovery
+
+    /// Reopening a store whose log holds 256 MiB (16 MiB in `--quick`) of puts never applied to LMDB, as after a crash:
+    /// the open replays them into LMDB and checkpoints. The log is written by a store with the applier off
+    /// (`applyLog`, a test hook) and then abandoned as a crash would leave it; page cache warm. One operation; MB/s
+    /// is the log's image bytes over the open's time.
+    static func recovery(_ options: BenchmarkOptions) -> [Measurement] {
+        let logBytes = options.quick ? 16 << 20 : 256 << 20
+        let set = ImageSet.make(bytes: logBytes, seed: 77)
+        let directory = options.scratch("recover")
+        defer { options.removeScratch(directory) }
+        var configuration = ImageStore.Configuration()
+        configuration.applyLog = false
+        configuration.maxUnappliedBytes = 2 * logBytes + (64 << 20)
+        configuration.sweepInterval = nil
+        do {
+            let writer = try ImageStore(path: directory, configuration: configuration)
+            BenchmarkRunner.runThreads(4) { t in
+                for i in stride(from: t, to: set.count, by: 4) {
+                    do { try writer.put(set.images[i], for: set.urls[i], durability: .sync) } catch { fail("\(error)") }
+                }
+            }
+            writer.abandonForTesting()
+        } catch { fail("recover: \(error)") }
+        let t0 = BenchmarkRunner.nanoseconds()
+        let store: ImageStore
+        do { store = try ImageStore(path: directory) } catch { fail("recover: reopen: \(error)") }
+        let ns = Double(BenchmarkRunner.nanoseconds() - t0)
+        defer { store.close() }
+        let entries = (try? store.statistics().entryCount) ?? -1
+        if entries != set.count { fail("recover: \(entries) entries after recovery, expected \(set.count)") }
+        return [
+            Measurement(
+                caseName: "recover.256MiB", system: "imgstore", threads: 1, operations: 1, bytes: set.totalBytes,
+                seconds: ns / 1e9, latencies: [ns], cpuSeconds: ns / 1e9)
+        ]
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import ImageValidation
+
+/// imgstore's validator against the command-line checkers a user would run, over the same files: `pngcheck -q`,
+/// `jpeginfo` (headers) and `jpeginfo -c` (full decode), each one process over every file of the set (so process
+/// start-up is shared by the files: per file it would cost far more). The validator runs on the bytes in memory.
+enum ValidationCases {
+    static let all: [BenchmarkCase] = [
+        BenchmarkCase(name: "validate.structure.png") { o in
+            validate("validate.structure.png", .png, .structure, checker: ("pngcheck", ["-q"]), o)
+        },
+        BenchmarkCase(name: "validate.structure.jpeg") { o in
+            validate("validate.structure.jpeg", .jpeg, .structure, checker: ("jpeginfo", []), o)
+        },
+        BenchmarkCase(name: "validate.deep.png") { o in
+            // pngcheck inflates every IDAT and checks the zlib stream: the nearest thing to a decode it offers.
+            validate("validate.deep.png", .png, .deep, checker: ("pngcheck", ["-q"]), o)
+        },
+        BenchmarkCase(name: "validate.deep.jpeg") { o in
+            validate("validate.deep.jpeg", .jpeg, .deep, checker: ("jpeginfo", ["-c"]), o)
+        },
+    ]
+
+    /// The files: images of the default size mix (fixed seed), split by format, written once to the scratch directory.
+    static func files(_ format: ImageCorpus.Format, _ options: BenchmarkOptions) -> (paths: [String], images: [Data]) {
+        let set = Workloads.cached("validate") {
+            ImageSet.make(bytes: options.quick ? 2 << 20 : 24 << 20, minimumCount: 24, firstKey: 1_000_000, seed: 99)
+        }
+        let directory = options.scratch("validate")
+        var paths: [String] = [], images: [Data] = []
+        for (url, image) in zip(set.urls, set.images) where url.hasSuffix(format == .jpeg ? ".jpg" : ".png") {
+            let path = directory + "/" + (url as NSString).lastPathComponent
+            if !FileManager.default.fileExists(atPath: path) {
+                guard FileManager.default.createFile(atPath: path, contents: image) else { fail("cannot write \(path)") }
+            }
+            paths.append(path)
+            images.append(image)
+        }
+        return (paths, images)
+    }
+
+    static func validate(
+        _ name: String, _ format: ImageCorpus.Format, _ mode: ValidationMode, checker: (tool: String, flags: [String]),
+        _ options: BenchmarkOptions
+    ) -> [Measurement] {
+        let (paths, images) = files(format, options)
+        let validator = ImageValidator()
+        let rounds = options.quick ? 2 : 10
+        var results = [
+            BenchmarkRunner.measure(
+                name, system: "imgstore", threads: 1, opsPerThread: images.count * rounds, batch: 1,
+                repetitions: options.repetitions
+            ) { _, range in
+                var bytes = 0
+                for i in range {
+                    let image = images[i % images.count]
+                    let ok = image.withUnsafeBytes { (try? validator.validate($0, mode: mode)) != nil }
+                    if !ok { fail("\(name): the validator rejected a generated image") }
+                    bytes += image.count
+                }
+                return bytes
+            }
+        ]
+        guard let executable = Subprocess.find(checker.tool) else {
+            FileHandle.standardError.write(Data("  \(checker.tool) not installed: skipped\n".utf8))
+            return results
+        }
+        let total = images.reduce(0) { $0 + $1.count }
+        let system = ([checker.tool] + checker.flags).joined(separator: " ")
+        var m = BenchmarkRunner.measure(
+            name, system: checker.tool, threads: 1, opsPerThread: images.count * (options.quick ? 1 : 3),
+            batch: images.count, warmUp: false, repetitions: options.repetitions
+        ) { _, range in
+            let status = Subprocess.run(executable, checker.flags + paths)
+            if status != 0 { fail("\(system) exited with \(status) on the generated images") }
+            return range.count == images.count ? total : 0
+        }
+        m.system = checker.tool
+        results.append(m)
+        return results
+    }
+}
+
+/// Runs a program with `posix_spawn`, output discarded, and waits for it.
+enum Subprocess {
+    static func find(_ tool: String) -> String? {
+        for directory in ["/usr/bin", "/usr/local/bin", "/bin"] where FileManager.default.isExecutableFile(atPath: directory + "/" + tool) {
+            return directory + "/" + tool
+        }
+        return nil
+    }
+
+    /// The exit status (or 128 + signal).
+    static func run(_ executable: String, _ arguments: [String]) -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        if rc != 0 { fail("posix_spawn \(executable): \(String(cString: strerror(rc)))") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import (macros).
+        return status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+    }
+}
