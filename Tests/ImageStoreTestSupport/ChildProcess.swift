@@ -1,6 +1,8 @@
 import Foundation
 import Locking
-import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What a finished process left behind.
 public struct ProcessResult: Sendable {
@@ -10,23 +12,18 @@ public struct ProcessResult: Sendable {
     public var output: String { String(decoding: standardOutput, as: UTF8.self) }
 }
 
-/// Runs the project's built executables and other programs as real processes.
+/// Runs the project's built executables and other programs as real processes, through
+/// `posix_spawn` directly.
+///
+/// Not `Foundation.Process`: on Linux with Swift 6.3.1 its `run()` intermittently crashes with
+/// a buffer over-read while listing `/proc/self/fd` (swift-corelibs-foundation PR #5472), which
+/// took down about one test run in five here.
 public enum ChildProcess {
-    /// Starts `process`, one launch at a time in this test process: Foundation's `Process.run`
-    /// on Linux is not safe to call from several threads at once (seen here as a crash in
-    /// its argument copying while parallel tests launched children).
-    public static func launch(_ process: Process) throws {
-        try launchLock.withLock { try process.run() }
-    }
-
-    private static let launchLock = NSLock()
-
     /// The directory holding the built products (the test bundle's own directory).
     public static var productsDirectory: String {
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
             ?? CommandLine.arguments[0]
         var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
-        // The test runner may live inside a `.xctest` bundle directory.
         while directory.pathExtension == "xctest" || directory.lastPathComponent == "Contents" || directory.lastPathComponent == "MacOS" {
             directory.deleteLastPathComponent()
         }
@@ -37,108 +34,219 @@ public enum ChildProcess {
     public static func product(_ name: String) -> String { productsDirectory + "/" + name }
 
     /// Runs `executable` with `arguments` to completion, feeding `input` on stdin.
+    /// `environment` replaces the whole environment when given.
     @discardableResult
     public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
                            input: Data? = nil, currentDirectory: String? = nil) throws -> ProcessResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
-        let stdout = Pipe(), stderr = Pipe(), stdin = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = stdin
-        try ChildProcess.launch(process)
-        if let input { stdin.fileHandleForWriting.write(input) }
-        try stdin.fileHandleForWriting.close()
-        // Read both pipes to the end before waiting, so a chatty child cannot block on a full pipe.
-        let errorData = LockedValue(Data())
-        let group = DispatchGroup()
-        group.enter()
-        DispatchQueue.global().async {
-            let data = stderr.fileHandleForReading.readDataToEndOfFile()
-            errorData.withLock { $0 = data }
-            group.leave()
+        let stdin = try Pipe2(), stdout = try Pipe2(), stderr = try Pipe2()
+        let pid = try spawn(executable, arguments, environment: environment, currentDirectory: currentDirectory,
+                            stdin: stdin.read, stdout: stdout.write, stderr: stderr.write)
+        stdin.closeRead(); stdout.closeWrite(); stderr.closeWrite()
+        let errorData = ByteBuffer()
+        let done = DispatchSemaphore(value: 0)
+        let errorFD = stderr.read
+        Thread.detachNewThread {
+            errorData.append(readAll(errorFD))
+            done.signal()
         }
-        let outputData = stdout.fileHandleForReading.readDataToEndOfFile()
-        group.wait()
-        process.waitUntilExit()
-        return ProcessResult(status: process.terminationStatus, standardOutput: outputData,
-                             standardError: String(decoding: errorData.withLock { $0 }, as: UTF8.self))
-    }
-
-    /// Starts `executable` and returns once it has printed `readyLine` on stdout; the caller
-    /// kills it. Fails if it exits first.
-    public static func start(_ executable: String, _ arguments: [String], readyLine: String = "ready") throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        try ChildProcess.launch(process)
-        var seen = Data()
-        while !String(decoding: seen, as: UTF8.self).contains(readyLine) {
-            let chunk = stdout.fileHandleForReading.availableData
-            if chunk.isEmpty { throw ChildError.exitedBeforeReady(String(decoding: seen, as: UTF8.self)) }
-            seen.append(chunk)
-        }
-        return process
+        if let input { input.withUnsafeBytes { writeAll(stdin.write, $0) } }
+        stdin.closeWrite()
+        let output = readAll(stdout.read)
+        done.wait()
+        stdout.closeRead(); stderr.closeRead()
+        return ProcessResult(status: waitForExit(pid), standardOutput: output, standardError: String(decoding: errorData.data, as: UTF8.self))
     }
 
     /// A child whose standard output is collected in the background while it runs.
     public final class Collecting: Sendable {
-        public let process: Process
-        private final class Buffer: Sendable { let data = LockedValue(Data()) }
-        private let output = Buffer()
-        private let finished = DispatchGroup()
+        public let processIdentifier: pid_t
+        private let output = ByteBuffer()
+        private let finished = DispatchSemaphore(value: 0)
+        private let exit = LockedValue<Int32?>(nil)
 
         public init(_ executable: String, _ arguments: [String]) throws {
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try ChildProcess.launch(process)
-            finished.enter()
-            let reader = pipe.fileHandleForReading
+            let pipe = try Pipe2()
+            // The child's stderr goes to the test's, so a child that fails says why in the log.
+            processIdentifier = try spawn(executable, arguments, environment: nil, currentDirectory: nil,
+                                          stdin: nil, stdout: pipe.write, stderr: 2)
+            pipe.closeWrite()
+            let fd = pipe.takeRead()  // the reader thread owns and closes it
             Thread.detachNewThread { [output, finished] in
+                var buffer = [UInt8](repeating: 0, count: 65_536)
                 while true {
-                    let chunk = reader.availableData
-                    if chunk.isEmpty { break }
-                    output.data.withLock { $0.append(chunk) }
+                    let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+                    if n < 0 && errno == EINTR { continue }
+                    if n <= 0 { break }
+                    output.append(Data(buffer[0..<n]))
                 }
-                finished.leave()
+                Glibc.close(fd)
+                finished.signal()
             }
         }
 
         /// Everything printed so far.
-        public var text: String { String(decoding: output.data.withLock { $0 }, as: UTF8.self) }
+        public var text: String { String(decoding: output.data, as: UTF8.self) }
+
+        /// Whether the child has not exited yet (reaps it when it has).
+        public var isRunning: Bool {
+            exit.withLock { status in
+                if status != nil { return false }
+                var raw: Int32 = 0
+                if waitpid(processIdentifier, &raw, WNOHANG) == processIdentifier {
+                    status = raw
+                    return false
+                }
+                return true
+            }
+        }
 
         /// Waits until the output contains `line` (or the child exits). Returns whether it did.
         public func wait(for line: String, timeout: TimeInterval = 60) -> Bool {
             let deadline = Date(timeIntervalSinceNow: timeout)
             while Date() < deadline {
                 if text.contains(line) { return true }
-                if !process.isRunning { return text.contains(line) }
+                if !isRunning { usleep(20_000); return text.contains(line) }
                 usleep(2000)
             }
             return false
         }
 
-        /// SIGKILLs the child and returns all it printed.
+        /// SIGKILLs the child (if still running) and returns all it printed.
+        @discardableResult
         public func kill() -> String {
-            ChildProcess.kill(process)
+            exit.withLock { status in
+                guard status == nil else { return }
+                Glibc.kill(processIdentifier, SIGKILL)
+                status = waitForExit(processIdentifier)
+            }
             finished.wait()
+            finished.signal()  // later calls return at once
             return text
         }
     }
 
-    /// Sends SIGKILL and waits for the process to be gone.
-    public static func kill(_ process: Process) {
-        Foundation.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+    // MARK: - posix_spawn
+
+    /// Spawns `executable`; the given descriptors become the child's stdin/stdout/stderr
+    /// (nil: /dev/null for stdin and stderr, inherited stdout). Every other descriptor is closed
+    /// in the child by the kernel's close-on-exec (Foundation's and ours all set it).
+    static func spawn(_ executable: String, _ arguments: [String], environment: [String: String]?,
+                      currentDirectory: String?, stdin: Int32?, stdout: Int32?, stderr: Int32?) throws -> pid_t {
+        var argv = [executable] + arguments
+        var path = executable
+        if let currentDirectory {
+            // `env --chdir` changes directory in the child without a glibc extension.
+            argv = ["/usr/bin/env", "--chdir=" + currentDirectory] + argv
+            path = "/usr/bin/env"
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if let stdin { posix_spawn_file_actions_adddup2(&actions, stdin, 0) } else { posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0) }
+        if let stdout { posix_spawn_file_actions_adddup2(&actions, stdout, 1) }
+        if let stderr { posix_spawn_file_actions_adddup2(&actions, stderr, 2) } else { posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) }
+        let environmentStrings = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+        // The child starts with no signal blocked and every signal at its default action: the
+        // spawning thread may be a Dispatch worker, which blocks signals, and a child that
+        // inherits that mask ignores SIGTERM.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var allSignals = sigset_t()
+        sigfillset(&allSignals)
+        posix_spawnattr_setsigdefault(&attributes, &allSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var pid: pid_t = 0
+        let rc = spawnLock.withLock { _ in
+            withCStrings(argv) { argvPointers in
+                withCStrings(environmentStrings) { envPointers in
+                    posix_spawn(&pid, path, &actions, &attributes, argvPointers, envPointers)
+                }
+            }
+        }
+        guard rc == 0 else { throw SpawnError(message: "posix_spawn \(path): \(String(cString: strerror(rc)))") }
+        return pid
     }
 
-    public enum ChildError: Error { case exitedBeforeReady(String) }
+    /// Waits for `pid` and returns its exit status (128 + the signal when killed by one).
+    static func waitForExit(_ pid: pid_t) -> Int32 {
+        var raw: Int32 = 0
+        while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
+        let signal = raw & 0x7F
+        return signal == 0 ? (raw >> 8) & 0xFF : 128 + signal
+    }
+
+    /// Pipes are made close-on-exec (so other children do not inherit them and keep their
+    /// readers from seeing end-of-file) under this lock, which `spawn` also holds.
+    static let spawnLock = LockedValue(())
+
+    public struct SpawnError: Error, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
+    }
+}
+
+/// A pipe whose ends are close-on-exec in this process (the child gets them through dup2).
+private final class Pipe2: Sendable {
+    let read: Int32
+    let write: Int32
+    private let closed = LockedValue<(read: Bool, write: Bool)>((false, false))
+
+    init() throws {
+        var fds: [Int32] = [0, 0]
+        let created = ChildProcess.spawnLock.withLock { _ -> Bool in
+            guard pipe(&fds) == 0 else { return false }
+            _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+            return true
+        }
+        guard created else { throw ChildProcess.SpawnError(message: "pipe: \(String(cString: strerror(errno)))") }
+        read = fds[0]
+        write = fds[1]
+    }
+
+    func closeRead() { closed.withLock { if !$0.read { Glibc.close(read); $0.read = true } } }
+    /// Hands the read end to the caller, who closes it.
+    func takeRead() -> Int32 { closed.withLock { $0.read = true }; return read }
+    func closeWrite() { closed.withLock { if !$0.write { Glibc.close(write); $0.write = true } } }
+    deinit { closeRead(); closeWrite() }
+}
+
+/// Bytes appended by one thread and read by others.
+private final class ByteBuffer: Sendable {
+    private let bytes = LockedValue(Data())
+    func append(_ data: Data) { bytes.withLock { $0.append(data) } }
+    var data: Data { bytes.withLock { $0 } }
+}
+
+private func readAll(_ fd: Int32) -> Data {
+    var result = Data()
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { return result }
+        result.append(contentsOf: buffer[0..<n])
+    }
+}
+
+private func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) {
+    var offset = 0
+    while offset < bytes.count {
+        let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { return }
+        offset += n
+    }
+}
+
+/// Calls `body` with a NULL-terminated array of C strings.
+private func withCStrings<R>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> R) -> R {
+    var pointers = strings.map { strdup($0) }
+    pointers.append(nil)
+    defer { for pointer in pointers { free(pointer) } }
+    return body(pointers)
 }

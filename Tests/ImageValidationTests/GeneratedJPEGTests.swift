@@ -90,12 +90,8 @@ struct GeneratedJPEGTests {
         guard FileManager.default.isExecutableFile(atPath: "/usr/local/bin/convert") else { return }
         let ppm = Fixtures.tmp.appendingPathComponent("card.ppm"), out = Fixtures.tmp.appendingPathComponent("cmyk.jpg")
         try Data(Fixtures.ppm(width: 40, height: 30)).write(to: ppm)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/local/bin/convert")
-        p.arguments = [ppm.path, "-colorspace", "CMYK", out.path]
-        p.standardError = FileHandle.nullDevice
-        try ChildProcess.launch(p); p.waitUntilExit()
-        guard p.terminationStatus == 0, let data = FileManager.default.contents(atPath: out.path) else { return }
+        let result = try ChildProcess.run("/usr/local/bin/convert", [ppm.path, "-colorspace", "CMYK", out.path])
+        guard result.status == 0, let data = FileManager.default.contents(atPath: out.path) else { return }
         let facts = try validator.validate(data, mode: .deep)
         #expect(facts.components == 4 && facts.width == 40)
     }

@@ -72,7 +72,7 @@ import Testing
             defer { _ = holder.kill() }
             let checkpoint = try ChildProcess.run(admin, ["--store", directory, "checkpoint"])
             #expect(checkpoint.status == 74)
-            #expect(checkpoint.standardError.contains("open for writing by another process (pid \(holder.process.processIdentifier))"))
+            #expect(checkpoint.standardError.contains("open for writing by another process (pid \(holder.processIdentifier))"))
             let stats = try ChildProcess.run(admin, ["--store", directory, "stats", "--json"])
             #expect(stats.status == 0, "read-only fallback: \(stats.standardError)")
         }

@@ -144,10 +144,12 @@ import Testing
             do { _ = try open(directory) }
             // A live process keeps the lock file open, so LMDB does not simply reset the reader
             // table on the next open: only `mdb_reader_check` clears the dead process's slot.
-            let survivor = try ChildProcess.start(ChildProcess.product("imgstore-test-child"), ["hold-reader", directory])
-            defer { ChildProcess.kill(survivor) }
-            let victim = try ChildProcess.start(ChildProcess.product("imgstore-test-child"), ["hold-reader", directory])
-            ChildProcess.kill(victim)
+            let survivor = try ChildProcess.Collecting(ChildProcess.product("imgstore-test-child"), ["hold-reader", directory])
+            defer { survivor.kill() }
+            #expect(survivor.wait(for: "ready"))
+            let victim = try ChildProcess.Collecting(ChildProcess.product("imgstore-test-child"), ["hold-reader", directory])
+            #expect(victim.wait(for: "ready"))
+            victim.kill()
             let environment = try open(directory)
             let readers = environment.readerTable()
             #expect(readers.count == 1, "slots: \(readers)")

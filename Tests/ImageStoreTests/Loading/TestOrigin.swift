@@ -43,7 +43,7 @@ final class TestOrigin: Sendable {
     }
 
     let port: Int
-    private let pid: Int32
+    private let server: ChildProcess.Collecting
     private let stopped = Atomic<Bool>(false)
     /// Control requests go through the transport under test's sibling: a plain session.
     private let control = URLSessionTransport()
@@ -55,18 +55,15 @@ final class TestOrigin: Sendable {
         let directory = makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let portFile = directory + "/port"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Self.script, Fixtures.directory, portFile]
-        try ChildProcess.launch(process)
-        pid = process.processIdentifier
+        let process = try ChildProcess.Collecting("/usr/bin/env", ["python3", Self.script, Fixtures.directory, portFile])
+        server = process
         let deadline = Date().addingTimeInterval(60)
         var port: Int?
         while port == nil {
             if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let value = Int(text) {
                 port = value
             } else if !process.isRunning || Date() > deadline {
-                kill(process.processIdentifier, SIGKILL)
+                process.kill()
                 throw TestOriginError(message: "the test HTTP server did not start (python3 \(Self.script))")
             } else {
                 usleep(20_000)
@@ -80,9 +77,7 @@ final class TestOrigin: Sendable {
     /// Kills the server and reaps it. Idempotent. Loads after this find nothing listening.
     func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        kill(pid, SIGKILL)
-        var status: Int32 = 0
-        _ = waitpid(pid, &status, 0)
+        server.kill()
     }
 
     /// The absolute URL of `path` on this origin.

@@ -49,7 +49,7 @@ import Testing
             let holder = try ChildProcess.Collecting(child, ["hold-writer", directory])
             #expect(holder.wait(for: "ready"))
             defer { _ = holder.kill() }
-            #expect(throws: ImageStoreError.writerLocked(path: directory, holder: "pid \(holder.process.processIdentifier)")) {
+            #expect(throws: ImageStoreError.writerLocked(path: directory, holder: "pid \(holder.processIdentifier)")) {
                 try ImageStore(path: directory)
             }
         }

@@ -29,19 +29,11 @@ enum Fixtures {
         let inputURL = tmp.appendingPathComponent(UUID().uuidString)
         try Data(input).write(to: inputURL)
         defer { try? FileManager.default.removeItem(at: inputURL) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/\(tool)")
-        process.arguments = args + [inputURL.path]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try ChildProcess.launch(process)
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw NSError(domain: "Fixtures", code: Int(process.terminationStatus), userInfo: [NSLocalizedDescriptionKey: "\(tool) \(args) failed"])
+        let result = try ChildProcess.run("/usr/bin/\(tool)", args + [inputURL.path])
+        guard result.status == 0 else {
+            throw NSError(domain: "Fixtures", code: Int(result.status), userInfo: [NSLocalizedDescriptionKey: "\(tool) \(args) failed"])
         }
-        return [UInt8](data)
+        return [UInt8](result.standardOutput)
     }
 
     static func cjpeg(_ args: [String], width: Int = 64, height: Int = 48, seed: UInt64 = 1) throws -> [UInt8] {
