@@ -83,6 +83,10 @@ final class LogApplier: Sendable {
                     bytes += state.queue[count].entry.memoryCost
                     count += 1
                 }
+                if count == state.queue.count {  // the common case: take it all, no copying
+                    defer { state.queue = [] }
+                    return state.queue
+                }
                 let batch = Array(state.queue.prefix(count))
                 state.queue.removeFirst(count)
                 return batch
@@ -91,7 +95,7 @@ final class LogApplier: Sendable {
             do {
                 try tier.apply(batch)
                 changed(batch)
-                index.applied(upTo: last)
+                index.applied(batch)
                 released(batch.reduce(0) { $0 + $1.entry.memoryCost })
                 // Housekeeping the batch triggers (the disk budget) counts as part of applying
                 // it: waiters see the sequence only once it is done.

@@ -52,9 +52,19 @@ final class PendingIndex: Sendable {
         }
     }
 
-    /// LMDB now holds everything up to `sequence`: forget what it covers.
-    func applied(upTo sequence: UInt64) {
-        forget { $0 <= sequence }
+    /// LMDB now holds `batch`: forget the changes it covers (unless a newer one replaced them).
+    /// Costs the batch's size, not the index's.
+    func applied(_ batch: [SequencedEntry]) {
+        state.withLock { state in
+            for item in batch {
+                if case .deleteAll = item.entry {
+                    if let clear = state.clearSequence, clear <= item.sequence { state.clearSequence = nil }
+                } else if let key = item.entry.cacheKey, let change = state.changes[key], change.sequence <= item.sequence {
+                    state.changes.removeValue(forKey: key)
+                }
+            }
+            isEmpty.store(state.changes.isEmpty && state.clearSequence == nil, ordering: .releasing)
+        }
     }
 
     /// Forgets changes a failed log write lost (they were never acknowledged).

@@ -17,6 +17,9 @@ final class WritePath: Sendable {
     /// Map bytes still free after what is applied: refreshed after each batch, so `put` can
     /// refuse what cannot fit before logging it (an acknowledged put must be appliable).
     private let availableBytes: Atomic<Int>
+    private let batchesSinceMeasure = Atomic<Int>(0)
+    /// Below this estimate, free space is re-measured after every batch.
+    private static let measureBelow = 4 << 30
 
     /// Takes the writer lock, recovers the log into LMDB, checkpoints, and starts a new log.
     /// - Throws: `writerLocked`, `walCorrupt`, `storeFull` (replay needs a larger map),
@@ -151,7 +154,12 @@ final class WritePath: Sendable {
     /// checkpoint when a segment has been closed.
     private func afterBatch(_ applied: UInt64) {
         afterApply()
-        if let free = try? tier.availableBytes() { availableBytes.store(free, ordering: .relaxed) }
+        // Measuring free space reads LMDB's free list; only worth it when space may run short.
+        let batches = batchesSinceMeasure.add(1, ordering: .relaxed).newValue
+        if availableBytes.load(ordering: .relaxed) < Self.measureBelow || batches >= 256 {
+            batchesSinceMeasure.store(0, ordering: .relaxed)
+            if let free = try? tier.availableBytes() { availableBytes.store(free, ordering: .relaxed) }
+        }
         let done = log.takeCheckpointableSegments(appliedSequence: applied)
         if !done.isEmpty {
             try? Self.checkpoint(tier: tier, segments: done, directory: directory, fileSystem: fileSystem)
