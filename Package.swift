@@ -50,7 +50,7 @@ let package = Package(
             name: "imgstore-test-child", dependencies: ["LMDB", "ImageStore"], path: "Tests/imgstore-test-child"),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "ImageStoreTestSupport", "imgstore-test-child"]),
         .testTarget(name: "ImageValidationTests", dependencies: ["ImageValidation", "ImageStoreTestSupport"]),
-        .testTarget(name: "MemoryCacheTests", dependencies: ["MemoryCache"]),
+        .testTarget(name: "MemoryCacheTests", dependencies: ["MemoryCache", "ImageStoreTestSupport"]),
         .testTarget(
             name: "ImageStoreTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB", "Locking", "imgstore-test-child"],
             exclude: ["Loading/test_server.py"]),

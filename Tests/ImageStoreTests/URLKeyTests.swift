@@ -16,9 +16,23 @@ import Testing
         ("https://User@Example.com/A?B=C", "https://User@example.com/A?B=C"),
         ("https://[2001:DB8::1]:443/a", "https://[2001:db8::1]/a"),
         ("file:///tmp/a.png", "file:///tmp/a.png"),
+        ("https://cdn.example.com/img/1.jpg?w=200&h=100", "https://cdn.example.com/img/1.jpg?w=200&h=100"),
+        ("https://cdn.example.com/A%20B.png", "https://cdn.example.com/A%20B.png"),
+        ("https://cdn.example.com/a.png#", "https://cdn.example.com/a.png"),
+        ("https://cdn.example.com:443/a.png", "https://cdn.example.com/a.png"),
     ])
     func normalisation(input: String, expected: String) throws {
         #expect(try URLNormalizer(maxBytes: 1 << 20).normalize(input) == expected)
+    }
+
+    /// The fast path (already-normal URLs returned as they are) must agree with the full one:
+    /// normalising twice changes nothing.
+    @Test(arguments: ["https://a.test/x", "http://a-b.test/x?y=1", "https://a.test/x#f", "HTTPS://a.test/x",
+                      "https://a.test:80/x", "https://a.test", "https://user@a.test/x", "s3://bucket/key"])
+    func normalisationIsIdempotent(input: String) throws {
+        let normalizer = URLNormalizer(maxBytes: 1 << 20)
+        let once = try normalizer.normalize(input)
+        #expect(try normalizer.normalize(once) == once)
     }
 
     @Test(arguments: ["cdn.example.com/a.png", "https:/a", "https:// a", "https://", "https://host:99999/",

@@ -1,4 +1,5 @@
 import Foundation
+import ImageStoreTestSupport
 import MemoryCache
 import Testing
 

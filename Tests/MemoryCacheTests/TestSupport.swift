@@ -1,4 +1,5 @@
 import Foundation
+import ImageStoreTestSupport
 import MemoryCache
 import Synchronization
 
@@ -51,18 +52,6 @@ final class EvictionLog: @unchecked Sendable {
     func reasons(_ reason: MemoryCacheEvictionReason) -> [Int] { all.filter { $0.reason == reason }.map(\.key) }
 }
 
-/// SplitMix64, so a failing property test replays from its printed seed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// The seed from `IMGSTORE_SEED`, else a fresh one; printed either way so a failure can be replayed.
 func testSeed(_ test: String) -> UInt64 {

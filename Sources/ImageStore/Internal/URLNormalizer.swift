@@ -10,6 +10,11 @@ struct URLNormalizer: Sendable {
     let maxBytes: Int
 
     func normalize(_ url: String) throws(ImageStoreError) -> String {
+        // Most URLs a service sees are already in normal form: check that in one pass over the
+        // UTF-8 bytes, without allocating, and return the string as it is.
+        if url.utf8.count <= maxBytes, url.utf8.withContiguousStorageIfAvailable(Self.isAlreadyNormal) == true {
+            return url
+        }
         let bytes = Array(url.utf8)
         guard !bytes.isEmpty else { throw .emptyURL }
         guard bytes.count <= maxBytes else { throw .urlTooLong(length: bytes.count, limit: maxBytes) }
@@ -66,6 +71,36 @@ struct URLNormalizer: Sendable {
         if !port.isEmpty { out.append(UInt8(ascii: ":")); out += port }
         out += rest
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// True when `bytes` is a URL `normalize` would return unchanged, by a conservative rule:
+    /// a lowercase scheme, then `://`, an authority of lowercase host characters with no user
+    /// info or port, a path starting with `/`, no fragment, and no space or control character.
+    /// Anything else takes the full path.
+    private static func isAlreadyNormal(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var index = 0
+        let count = bytes.count
+        guard count > 0, bytes[0] >= 0x61, bytes[0] <= 0x7A else { return false }
+        while index < count, bytes[index] != 0x3A {  // scheme up to ":"
+            let b = bytes[index]
+            guard (b >= 0x61 && b <= 0x7A) || isDigit(b) || b == 0x2B || b == 0x2D || b == 0x2E else { return false }
+            index += 1
+        }
+        guard index + 3 < count, bytes[index + 1] == 0x2F, bytes[index + 2] == 0x2F else { return false }
+        index += 3
+        let hostStart = index
+        while index < count, bytes[index] != 0x2F {  // authority up to "/": only lowercase host characters
+            let b = bytes[index]
+            guard (b >= 0x61 && b <= 0x7A) || isDigit(b) || b == 0x2D || b == 0x2E || b == 0x5F else { return false }
+            index += 1
+        }
+        guard index > hostStart, index < count else { return false }  // a host, and a path starting with "/"
+        while index < count {
+            let b = bytes[index]
+            if b <= 0x20 || b == 0x7F || b == 0x23 { return false }  // control, space, or a fragment
+            index += 1
+        }
+        return true
     }
 
     private static let defaultPorts = ["http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 21]
