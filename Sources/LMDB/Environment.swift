@@ -19,7 +19,9 @@ import Darwin
 /// because opening the same file twice in one process breaks LMDB's locks.
 package final class Environment: Sendable {
     /// `MDB_env*`. LMDB allows concurrent use of the handle from many threads with `MDB_NOTLS`.
-    nonisolated(unsafe) let handle: OpaquePointer
+    /// Invariant: read only while holding `gate` (shared or exclusive), and replaced only while
+    /// holding it exclusively (`replaceDataFile`), so no call can see a closed handle.
+    nonisolated(unsafe) private(set) var handle: OpaquePointer
     /// The directory this environment was opened at.
     package let path: String
     package let options: EnvironmentOptions
@@ -65,13 +67,19 @@ package final class Environment: Sendable {
     private static func makeEnvironment(
         path: String, options: EnvironmentOptions, identity: FileIdentity
     ) throws(LMDBError) -> Environment {
+        Environment(handle: try makeHandle(path: path, options: options, mapSize: options.initialMapSize),
+                    path: path, options: options, identity: identity)
+    }
+
+    /// Creates and opens an `MDB_env*`, clearing stale reader slots.
+    private static func makeHandle(path: String, options: EnvironmentOptions, mapSize: Int) throws(LMDBError) -> OpaquePointer {
         var env: OpaquePointer?
         try check(mdb_env_create(&env))
         guard let env else { throw LMDBError(code: ENOMEM) }
         do {
             try check(mdb_env_set_maxreaders(env, options.maxReaders))
             try check(mdb_env_set_maxdbs(env, options.maxDatabases))
-            try check(mdb_env_set_mapsize(env, options.initialMapSize))
+            try check(mdb_env_set_mapsize(env, mapSize))
             try check(mdb_env_open(env, path, options.flags, mdb_mode_t(options.fileMode)))
             var dead: Int32 = 0
             try check(mdb_reader_check(env, &dead))
@@ -79,7 +87,35 @@ package final class Environment: Sendable {
             mdb_env_close(env)
             throw error
         }
-        return Environment(handle: env, path: path, options: options, identity: identity)
+        return env
+    }
+
+    /// Swaps in a new data file (a compacted copy) while no transaction of this process is
+    /// open: closes the environment, renames `file` over `data.mdb`, fsyncs the directory,
+    /// reopens, and lets `reopenDatabases` open the named databases again in a write
+    /// transaction (in the order they were first opened, so their handles stay the same).
+    ///
+    /// The caller makes sure no other process has the environment open and that `file` is a
+    /// valid, synced LMDB data file. Readers of this process wait at the gate meanwhile.
+    package func replaceDataFile<R>(with file: String, reopenDatabases: (borrowing Transaction) throws -> R) throws -> R {
+        try gate.exclusive { () throws -> R in
+            let mapSize = currentMapSize.withLock { $0 }
+            mdb_env_close(handle)
+            guard rename(file, path + "/data.mdb") == 0 else {
+                let code = errno
+                handle = try Self.makeHandle(path: path, options: options, mapSize: mapSize)  // carry on with the old file
+                throw LMDBError(code: code)
+            }
+            let directory = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+            if directory >= 0 { fsync(directory); Glibc.close(directory) }
+            handle = try Self.makeHandle(path: path, options: options, mapSize: mapSize)
+            var raw: OpaquePointer?
+            try check(mdb_txn_begin(handle, nil, 0, &raw))
+            let transaction = Transaction(handle: raw!)
+            let result = try reopenDatabases(transaction)
+            try transaction.commit()
+            return result
+        }
     }
 
     // MARK: - Transactions
@@ -180,15 +216,17 @@ package final class Environment: Sendable {
 
     /// Flushes the data buffers to disk (`mdb_env_sync`); with `force`, synchronously.
     package func sync(force: Bool = true) throws(LMDBError) {
-        try check(mdb_env_sync(handle, force ? 1 : 0))
+        try gate.shared { () throws(LMDBError) in try check(mdb_env_sync(handle, force ? 1 : 0)) }
     }
 
     /// Page size and page counts (`mdb_env_stat` and `mdb_env_info`).
     package func statistics() throws(LMDBError) -> EnvironmentStatistics {
         var stat = MDB_stat()
         var info = MDB_envinfo()
-        try check(mdb_env_stat(handle, &stat))
-        try check(mdb_env_info(handle, &info))
+        try gate.shared { () throws(LMDBError) in
+            try check(mdb_env_stat(handle, &stat))
+            try check(mdb_env_info(handle, &info))
+        }
         return EnvironmentStatistics(
             pageSize: Int(stat.ms_psize), mapSize: Int(info.me_mapsize),
             lastPageNumber: Int(info.me_last_pgno), maxReaders: Int(info.me_maxreaders),
@@ -199,20 +237,20 @@ package final class Environment: Sendable {
     @discardableResult
     package func clearStaleReaders() throws(LMDBError) -> Int {
         var dead: Int32 = 0
-        try check(mdb_reader_check(handle, &dead))
+        try gate.shared { () throws(LMDBError) in try check(mdb_reader_check(handle, &dead)) }
         return Int(dead)
     }
 
     /// Copies the environment to the empty directory `path` (`mdb_env_copy2`), with
     /// `compact`, omitting free pages. The copy is not fsynced: the caller does that.
     package func copy(to path: String, compact: Bool) throws(LMDBError) {
-        try check(mdb_env_copy2(handle, path, compact ? UInt32(MDB_CP_COMPACT) : 0))
+        try gate.shared { () throws(LMDBError) in try check(mdb_env_copy2(handle, path, compact ? UInt32(MDB_CP_COMPACT) : 0)) }
     }
 
     /// The flags the environment was actually opened with (`mdb_env_get_flags`).
     package var flags: UInt32 {
         var flags: UInt32 = 0
-        mdb_env_get_flags(handle, &flags)
+        gate.shared { mdb_env_get_flags(handle, &flags) }
         return flags
     }
 
@@ -220,13 +258,13 @@ package final class Environment: Sendable {
     package func readerTable() -> [String] {
         final class Lines { var lines: [String] = [] }
         let lines = Lines()
-        withExtendedLifetime(lines) {
+        withExtendedLifetime(lines) { gate.shared {
             _ = mdb_reader_list(handle, { message, context in
                 let lines = Unmanaged<Lines>.fromOpaque(context!).takeUnretainedValue()
                 lines.lines.append(String(cString: message!))
                 return 0
             }, Unmanaged.passUnretained(lines).toOpaque())
-        }
+        } }
         return lines.lines.filter { !$0.contains("pid") && !$0.contains("(no active readers)") }
     }
 

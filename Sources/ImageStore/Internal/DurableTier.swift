@@ -76,7 +76,7 @@ final class DurableTier: Sendable {
     }
 
     /// Opens (creating in a new store) the store's databases, checking the format record.
-    private static func openDatabases(_ txn: borrowing Transaction, isNew: Bool, readOnly: Bool, path: String) throws -> [Database] {
+    static func openDatabases(_ txn: borrowing Transaction, isNew: Bool, readOnly: Bool, path: String) throws -> [Database] {
         let meta: Database
         do {
             meta = try txn.openDatabase(named: StoreFormat.metaDatabase, create: isNew)
@@ -197,6 +197,9 @@ final class DurableTier: Sendable {
             throw .from(error, path: path, operation: "reading free space", maxMapSize: maxMapSize)
         }
     }
+
+    /// The store's databases in the order they are opened (and so numbered by LMDB).
+    var databases: [Database] { [meta, entries, blobs, expiry, access, quarantine] }
 
     /// Waits until every write queued before this call has finished.
     func drainWrites() { writer.sync {} }

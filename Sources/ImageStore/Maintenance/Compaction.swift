@@ -41,7 +41,8 @@ extension ImageStore {
     /// directory, fsyncs it (LMDB does not), then renames it over `data.mdb` and fsyncs the
     /// directory. A crash at any moment leaves the old or the new data file, whole.
     ///
-    /// The process must not have the store open, and no other process may use it meanwhile.
+    /// The process must not have the store open, and no other process may use it meanwhile;
+    /// a process that has it open calls the instance method `compact(_:)` instead.
     /// - Throws: `writerLocked` (a service writes to it), `alreadyOpen`, storage errors; a
     ///   store still in use by readers of other processes is refused with `storage`.
     public static func compact(path: String, configuration: Configuration = .init(),
@@ -99,6 +100,58 @@ extension ImageStore {
         }
         try syncFile(path)
         return CompactionReport(bytesBefore: before, bytesAfter: fileBytes(path), expiredPurged: expired,
+                                quarantinePurged: quarantined, seconds: Date().timeIntervalSince(started), dryRun: false)
+    }
+
+    /// Compacts the store this process has open, without closing it: what `compact(path:)`
+    /// does for a closed store, with the writer paused meanwhile instead of stopped.
+    ///
+    /// Puts and removes go on being logged and acknowledged (the pending index serves them);
+    /// only applying them to LMDB waits. Reads of this process wait at the environment's gate
+    /// for the moment the compacted file is swapped in. Refused while another process has the
+    /// store open (it would keep the old file mapped).
+    /// - Throws: `readOnly`; `storage` when other processes read the store; storage errors.
+    public func compact(_ options: CompactionOptions = CompactionOptions()) throws(ImageStoreError) -> CompactionReport {
+        try checkOpen()
+        guard let writes else { throw .readOnly(path: path) }
+        let started = Date()
+        let before = Self.fileBytes(path)
+        if options.dryRun {
+            let stats = try statistics()
+            return CompactionReport(
+                bytesBefore: before, bytesAfter: max(stats.occupiedBytes - (options.purgeExpired ? stats.expiredBytes : 0), 0),
+                expiredPurged: options.purgeExpired ? stats.expiredEntries : 0,
+                quarantinePurged: options.purgeQuarantine ? try quarantinedEntries().count : 0,
+                seconds: Date().timeIntervalSince(started), dryRun: true)
+        }
+        let expired = options.purgeExpired ? try sweepExpired().entries : 0
+        let quarantined = options.purgeQuarantine ? try purgeQuarantine() : 0
+        try writes.checkpoint()
+        let copy = path + ".compacting-\(getpid())"
+        try? FileManager.default.removeItem(atPath: copy)
+        defer { try? FileManager.default.removeItem(atPath: copy) }
+        try ImageStoreError.rethrowing {
+            // On the writer queue: the applier and housekeeping stay off LMDB until the swap is done.
+            try tier.writer.sync {
+                let environment = tier.environment
+                let others = environment.readerTable().filter { !$0.contains(" \(getpid()) ") }
+                guard others.isEmpty else {
+                    throw ImageStoreError.storage(path: path, detail: "other processes are reading the store (\(others.count) reader slot(s)); compact it when they are done")
+                }
+                try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: false)
+                try environment.copy(to: copy, compact: true)
+                try Self.syncFile(copy + "/data.mdb")
+                try Self.syncFile(copy)
+                let expected = tier.databases
+                let reopened = try environment.replaceDataFile(with: copy + "/data.mdb") { txn in
+                    try DurableTier.openDatabases(txn, isNew: false, readOnly: false, path: path)
+                }
+                // Invariant: LMDB numbers databases in the order they are opened, so the
+                // handles the store holds are valid for the new file.
+                precondition(reopened == expected, "database handles changed across compaction")
+            }
+        }
+        return CompactionReport(bytesBefore: before, bytesAfter: Self.fileBytes(path), expiredPurged: expired,
                                 quarantinePurged: quarantined, seconds: Date().timeIntervalSince(started), dryRun: false)
     }
 

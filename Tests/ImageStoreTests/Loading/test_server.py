@@ -89,14 +89,7 @@ class Handler(BaseHTTPRequestHandler):
                 if "path" in query:
                     return self.reply_json(dict(path_stats(query["path"][0])))
                 return self.reply_json({"max_active": max_active})
-        with lock:
-            active += 1
-            max_active = max(max_active, active)
-        try:
-            self.serve(self.path)
-        finally:
-            with lock:
-                active -= 1
+        self.serve(self.path)
 
     def serve(self, path):
         with lock:
@@ -110,7 +103,18 @@ class Handler(BaseHTTPRequestHandler):
         if spec is None:
             name = os.path.basename(urlsplit(path).path)
             spec = {"fixture": name} if name and os.path.isfile(os.path.join(FIXTURES, name)) else {"status": 404}
-        time.sleep(spec.get("delay", 0))
+        # Requests count as active while they are being prepared (the delay), and stop counting
+        # before the response is written: a client can only start its next download after it
+        # has read this one, so a slow server thread cannot make two downloads look concurrent.
+        global active, max_active
+        with lock:
+            active += 1
+            max_active = max(max_active, active)
+        try:
+            time.sleep(spec.get("delay", 0))
+        finally:
+            with lock:
+                active -= 1
         headers = dict(spec.get("headers", {}))
         self.scripted_date = headers.pop("Date", None)
         etag, modified = headers.get("ETag"), headers.get("Last-Modified")

@@ -1,6 +1,7 @@
 import Foundation
 import ImageStore
 import ImageStoreTestSupport
+import Synchronization
 import Testing
 
 @Suite struct CompactionTests {
@@ -31,6 +32,39 @@ import Testing
             for n in live { #expect(try reopened.get("https://x.test/\(n)")?.data == blob(n)) }
             #expect(try reopened.statistics().entryCount == live.count)
             try checkConsistency(of: reopened)
+        }
+    }
+
+    @Test func theOwningProcessCompactsWithoutClosingWhileReadersAndAWriterWork() throws {
+        try withTemporaryStore { store throws in
+            for n in 0..<300 { try store.put(blob(n), for: "https://x.test/\(n)") }
+            for n in 0..<300 where n % 5 != 0 { try store.remove("https://x.test/\(n)") }
+            _ = try store.statistics()
+            let stop = Atomic<Bool>(false)
+            let wrong = Atomic<Int>(0)
+            let reads = Atomic<Int>(0)
+            let readers = startThreads(2) { index in
+                var n = index * 5
+                while !stop.load(ordering: .relaxed) {
+                    n = (n + 5) % 300
+                    if (try? store.get("https://x.test/\(n)"))??.data != blob(n) { wrong.add(1, ordering: .relaxed) }
+                    reads.add(1, ordering: .relaxed)
+                }
+            }
+            let writer = startThreads(1) { _ in
+                for n in 1000..<1100 { try? store.put(Data([UInt8(n & 0xFF), 1]), for: "https://x.test/late/\(n)") }
+            }
+            let report = try store.compact()
+            writer.wait()
+            stop.store(true, ordering: .relaxed)
+            readers.wait()
+            #expect(report.bytesAfter < report.bytesBefore / 2, "\(report)")
+            #expect(wrong.load(ordering: .relaxed) == 0, "every read during compaction returned the right bytes")
+            #expect(reads.load(ordering: .relaxed) > 0)
+            for n in 1000..<1100 { #expect(try store.get("https://x.test/late/\(n)")?.data == Data([UInt8(n & 0xFF), 1])) }
+            #expect(try store.statistics().entryCount == 160)
+            try store.put(blob(7), for: "https://x.test/after")
+            #expect(try store.get("https://x.test/after")?.data == blob(7))
         }
     }
 
