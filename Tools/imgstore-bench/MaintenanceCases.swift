@@ -11,10 +11,6 @@ enum MaintenanceCases {
         BenchmarkCase(name: "recover.256MiB") { o in recovery(o) },
     ]
 
-    /// Cases of features that have not landed; listed by `--help` and in the report so their place is kept.
-    /// `compact`: rewriting a store to its live size (time and MB/s against `mdb_copy -c`).
-    /// `load.coalesced`: concurrent loads of one URL sharing one fetch.
-    static let planned = ["compact", "load.coalesced"]
 
     // MARK: - Sweeps
 

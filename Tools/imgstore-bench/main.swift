@@ -25,9 +25,10 @@ warnIfDebugBuild()
 
 // Every case, in the order they run. A new area is one more `enum …Cases { static let all: [BenchmarkCase] }` file,
 // listed here; each case returns imgstore's measurement first, then the alternatives', so the report can compute the
-// ratios. Planned cases (features not landed yet) are in `MaintenanceCases.planned`.
+// ratios.
 let allCases: [BenchmarkCase] =
     RunnerSelfTest.all + MemoryTierCases.all + StoreCases.all + ValidationCases.all + MaintenanceCases.all
+    + CompactAndLoadCases.all
 
 let usage = """
     usage: imgstore-bench [--quick] [--json] [--cases A,B] [--dataset-mib N] [--dir PATH] [case-prefix...]
@@ -67,7 +68,6 @@ while let argument = arguments.popFirst() {
     case "-h", "--help":
         print(usage + "cases:")
         for c in allCases { print("  \(c.name)") }
-        for name in MaintenanceCases.planned { print("  \(name) (planned: the feature has not landed)") }
         exit(0)
     case let flag where flag.hasPrefix("-"):
         FileHandle.standardError.write(Data("imgstore-bench: unknown option \(flag)\n\(usage)\n".utf8))
@@ -122,7 +122,6 @@ var summary = [
     "peak RSS: \(Report.peakRSS() >> 20) MiB (includes the workload images held in memory, about "
         + "\(Workloads.heldBytes >> 20) MiB, and the read fixtures' NSCache)",
     "memory tier limit: \(MemoryTierLimit.description); NSCache gets the same cost limit",
-    "not measured yet (features not landed): " + MaintenanceCases.planned.joined(separator: ", "),
     String(format: "run time: %.0f s", runSeconds),
 ]
 #if DEBUG
