@@ -66,6 +66,9 @@ public final class ImageLoader: Sendable {
     ///   store: `readOnly`, `diskFull`, `storeFull`, …); `transport`; `cancelled`.
     public func load(_ url: String) async throws(ImageLoaderError) -> LoadedImage {
         guard !Task.isCancelled else { throw .cancelled }
+        // Spellings of one URL (case of scheme and host, default port, fragment) share one
+        // download and one negative-cache entry: work with the store's normal form from here.
+        let url = (try? store.keys(for: url).url) ?? url
         let requestURL = try Self.requestURL(url)
         let stored = try readStore(url)
         if let stored, !stored.isStale, let image = image(from: stored, url: url, source: stored.source == .memory ? .memory : .disk) { return image }

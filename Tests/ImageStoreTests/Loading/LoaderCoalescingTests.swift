@@ -29,6 +29,19 @@ import Testing
         }
     }
 
+    @Test func spellingsOfOneURLShareOneDownload() async throws {
+        try await withLoader { loader, origin, _ in
+            try await origin.script("/same.png", TestOrigin.Response(fixture: "shapes.png", delay: 0.3))
+            let spellings = [origin.url("/same.png"), origin.url("/same.png").replacingOccurrences(of: "http://", with: "HTTP://"),
+                             origin.url("/same.png") + "#fragment"]
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for spelling in spellings { group.addTask { _ = try await loader.load(spelling) } }
+                try await group.waitForAll()
+            }
+            #expect(try await origin.stats("/same.png").requests == 1)
+        }
+    }
+
     @Test func distinctURLsDownloadInParallelUpToTheLimit() async throws {
         try await withLoader({ $0.maxConcurrentDownloads = 2 }) { loader, origin, _ in
             for n in 0..<6 { try await origin.script("/p\(n).png", TestOrigin.Response(fixture: "shapes.png", delay: 0.2)) }
