@@ -239,6 +239,7 @@ public final class ImageStore: Sendable {
     public func get(_ url: String, allowingStale: Bool = false) throws(ImageStoreError) -> StoredImage? {
         try checkOpen()
         let cacheKey = try keys(for: url).cacheKey
+        let now = Self.milliseconds(configuration.clock())  // one clock read per get
         let found: (EntryRecord, Data)?
         var source = StoredImage.Source.disk
         do {
@@ -246,13 +247,13 @@ public final class ImageStore: Sendable {
             case let .put(record, data): found = (record, data)
             case .deleted: found = nil
             case .unknown:
-                if let hit = memory?.entry(cacheKey), allowingStale || !isExpired(hit.record) {
+                if let hit = memory?.entry(cacheKey), allowingStale || !isExpired(hit.record, now: now) {
                     found = (hit.record, hit.data)
                     source = .memory
                 } else {
                     let generation = memory?.currentGeneration ?? 0
                     found = try tier.get(cacheKey: cacheKey)
-                    if let memory, let (record, data) = found, !isExpired(record) {
+                    if let memory, let (record, data) = found, !isExpired(record, now: now) {
                         memory.fill(MemoryTier.Entry(record: record, data: data), readAt: generation)
                     }
                 }
@@ -261,13 +262,13 @@ public final class ImageStore: Sendable {
             if case .checksumMismatch = error { counters.corruptReads.add(1, ordering: .relaxed) }
             throw error
         }
-        guard let (record, data) = found, allowingStale || !isExpired(record) else {
+        guard let (record, data) = found, allowingStale || !isExpired(record, now: now) else {
             counters.misses.add(1, ordering: .relaxed)
             return nil
         }
         counters.hits.add(1, ordering: .relaxed)
-        let stale = isExpired(record)
-        if !stale && policy.tracksAccess { maintenance?.tracker.touch(cacheKey, at: Self.milliseconds(configuration.clock())) }
+        let stale = isExpired(record, now: now)
+        if !stale && policy.tracksAccess { maintenance?.tracker.touch(cacheKey, at: now) }
         var info = Self.info(record)
         if let expiresAt = effectiveExpiry(record) { info.expiresAt = Self.date(expiresAt) }
         return StoredImage(data: data, info: info, isStale: stale, source: source)
@@ -379,9 +380,9 @@ public final class ImageStore: Sendable {
         }
     }
 
-    private func isExpired(_ record: EntryRecord) -> Bool {
+    private func isExpired(_ record: EntryRecord, now: Int64? = nil) -> Bool {
         guard let expiresAt = effectiveExpiry(record) else { return false }
-        return expiresAt <= Self.milliseconds(configuration.clock())
+        return expiresAt <= (now ?? Self.milliseconds(configuration.clock()))
     }
 
     /// The record's expiry, moved forward by reads noted in memory when it slides.
