@@ -15,7 +15,16 @@ final class WriterLock: Sendable {
         let path = directory + "/" + Self.fileName
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .notWritable(path: directory, reason: "cannot create \(Self.fileName): \(String(cString: strerror(errno)))") }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+        // A lock just released can look held for a moment: a child process another thread is
+        // spawning holds a copy of every descriptor until its exec closes it. Retry briefly
+        // before calling the store someone else's.
+        let deadline = Date(timeIntervalSinceNow: 0.5)
+        var locked = flock(fd, LOCK_EX | LOCK_NB) == 0
+        while !locked && errno == EWOULDBLOCK && Date() < deadline {
+            usleep(10_000)
+            locked = flock(fd, LOCK_EX | LOCK_NB) == 0
+        }
+        guard locked else {
             let holder = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
             close(fd)
             throw .writerLocked(path: directory, holder: holder.map { $0.isEmpty ? "pid unknown" : "pid \($0)" } ?? "pid unknown")
