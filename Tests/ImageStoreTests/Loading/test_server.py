@@ -3,8 +3,9 @@
 
 Usage: test_server.py FIXTURES_DIR PORT_FILE
 Writes the port it listens on to PORT_FILE (atomically), then serves until killed. It also
-exits when its parent dies (PR_SET_PDEATHSIG, and a poll of the parent pid), so a crashed
-test run never leaves it behind.
+exits when its parent process dies (a poll of the parent pid), so a crashed test run never
+leaves it behind. (Not PR_SET_PDEATHSIG: that fires when the parent *thread* exits, and the
+test runner's worker threads come and go while the server is still in use.)
 
 Each path answers from a script the test sets with POST /_script?path=PATH, a JSON list of
 response specs (one is used per request, the last one repeats). An unscripted path
@@ -30,7 +31,7 @@ A response spec (every key optional):
 GET /_stats?path=PATH answers {"requests", "conditional", "not_modified", "bytes_sent",
 "aborted", "last_headers"}; GET /_stats answers {"max_active": N} (most requests at once).
 """
-import ctypes, json, os, signal, sys, threading, time
+import json, os, signal, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit, parse_qs
 
@@ -181,10 +182,6 @@ def watch_parent(parent):
 
 def main():
     parent = os.getppid()
-    try:  # Linux: die with the parent
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
-    except OSError:
-        pass
     threading.Thread(target=watch_parent, args=(parent,), daemon=True).start()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
