@@ -124,7 +124,7 @@ public final class ImageStore: Sendable {
             return SweepReport(entries: count, bytes: bytes, batches: 0)
         }
         try writes.settle()
-        return try ImageStoreError.rethrowing { try tier.writer.sync { try maintenance.sweep(dryRun: dryRun) } }
+        return try ImageStoreError.rethrowing(path: path, operation: "sweeping expired entries") { try tier.writer.sync { try maintenance.sweep(dryRun: dryRun) } }
     }
 
     /// Closes the store as a crash would: nothing queued is written, nothing is checkpointed,

@@ -108,9 +108,11 @@ public enum ImageStoreError: Error, Sendable, Hashable, CustomStringConvertible 
 
 extension ImageStoreError {
     /// Runs `body` (a rethrowing API wrapped around typed throws) and restores the typed error.
-    static func rethrowing<R>(_ body: () throws -> R) throws(ImageStoreError) -> R {
+    /// Other errors (LMDB's, the file system's) are mapped as `from` maps them, naming `path`
+    /// and `operation`.
+    static func rethrowing<R>(path: String, operation: String, _ body: () throws -> R) throws(ImageStoreError) -> R {
         do { return try body() } catch let error as ImageStoreError { throw error } catch {
-            throw .storage(path: "", detail: "\(error)")
+            throw .from(error, path: path, operation: operation, maxMapSize: 0)
         }
     }
 

@@ -47,64 +47,17 @@ extension ImageStore {
     ///   store still in use by readers of other processes is refused with `storage`.
     public static func compact(path: String, configuration: Configuration = .init(),
                                options: CompactionOptions = CompactionOptions()) throws(ImageStoreError) -> CompactionReport {
-        let started = Date()
         var configuration = configuration
         configuration.readOnly = false
         configuration.sweepInterval = nil
-        let before = fileBytes(path)
-        var expired = 0
-        var quarantined = 0
-        do {
-            let store = try ImageStore(path: path, configuration: configuration)
-            defer { store.close() }
-            if options.dryRun {
-                let stats = try store.statistics()
-                expired = options.purgeExpired ? stats.expiredEntries : 0
-                quarantined = options.purgeQuarantine ? try store.quarantinedEntries().count : 0
-                let expiredBytes = options.purgeExpired ? stats.expiredBytes : 0
-                let after = max(stats.occupiedBytes - expiredBytes, 0)
-                return CompactionReport(bytesBefore: before, bytesAfter: after, expiredPurged: expired,
-                                        quarantinePurged: quarantined, seconds: Date().timeIntervalSince(started), dryRun: true)
-            }
-            if options.purgeExpired { expired = try store.sweepExpired().entries }
-            if options.purgeQuarantine { quarantined = try store.purgeQuarantine() }
-            try store.checkpoint()
-        }
-        // The store is closed (its log retired); hold the writer lock ourselves from here on.
-        let lock = try WriterLock(directory: path)
-        defer { withExtendedLifetime(lock) {} }
-        let copy = path + ".compacting-\(getpid())"
-        try? FileManager.default.removeItem(atPath: copy)
-        do {
-            try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: false)
-        } catch {
-            throw .notWritable(path: copy, reason: "cannot create the compaction directory")
-        }
-        defer { try? FileManager.default.removeItem(atPath: copy) }
-        do {
-            let environment = try Environment.open(path: path)
-            let others = environment.readerTable().filter { !$0.contains(" \(getpid()) ") }
-            guard others.isEmpty else {
-                throw ImageStoreError.storage(path: path, detail: "other processes are reading the store (\(others.count) reader slot(s)); compact it when it is not in use")
-            }
-            try environment.copy(to: copy, compact: true)
-        } catch let error as ImageStoreError {
-            throw error
-        } catch {
-            throw .from(error, path: path, operation: "copying the store compacted", maxMapSize: configuration.maxMapSize)
-        }
-        try syncFile(copy + "/data.mdb")
-        try syncFile(copy)
-        guard rename(copy + "/data.mdb", path + "/data.mdb") == 0 else {
-            throw .storage(path: path, detail: "renaming the compacted data file into place: \(String(cString: strerror(errno)))")
-        }
-        try syncFile(path)
-        return CompactionReport(bytesBefore: before, bytesAfter: fileBytes(path), expiredPurged: expired,
-                                quarantinePurged: quarantined, seconds: Date().timeIntervalSince(started), dryRun: false)
+        // Opening takes the writer lock and recovers the log; the instance method does the rest.
+        let store = try ImageStore(path: path, configuration: configuration)
+        defer { store.close() }
+        return try store.compact(options)
     }
 
-    /// Compacts the store this process has open, without closing it: what `compact(path:)`
-    /// does for a closed store, with the writer paused meanwhile instead of stopped.
+    /// Compacts the store this process has open, without closing it (`compact(path:)` opens a
+    /// closed store and calls this).
     ///
     /// Puts and removes go on being logged and acknowledged (the pending index serves them);
     /// only applying them to LMDB waits. Reads of this process wait at the environment's gate
@@ -130,7 +83,7 @@ extension ImageStore {
         let copy = path + ".compacting-\(getpid())"
         try? FileManager.default.removeItem(atPath: copy)
         defer { try? FileManager.default.removeItem(atPath: copy) }
-        try ImageStoreError.rethrowing {
+        try ImageStoreError.rethrowing(path: path, operation: "compacting") {
             // On the writer queue: the applier and housekeeping stay off LMDB until the swap is done.
             try tier.writer.sync {
                 let environment = tier.environment

@@ -112,7 +112,7 @@ extension DurableTier {
                 var seen = 0
                 var lastKey: [UInt8]?
                 let start = last
-                try ImageStoreError.rethrowing {
+                try ImageStoreError.rethrowing(path: path, operation: "verifying \(database.name)") {
                     try (start ?? [0]).withUnsafeBytes { startBytes in
                         try txn.scan(database, from: start == nil ? nil : startBytes) { key, value in
                             if let start, key.elementsEqual(start) { return true }  // resume after it

@@ -37,7 +37,7 @@ extension ImageStore {
 
         let (findings, checked): ([DurableTier.Finding], Int)
         if options.repair {
-            (findings, checked) = try ImageStoreError.rethrowing {
+            (findings, checked) = try ImageStoreError.rethrowing(path: path, operation: "verifying and repairing") {
                 try tier.writer.sync {
                     let result = try tier.verify(tierOptions)
                     if !result.findings.isEmpty {
@@ -89,7 +89,7 @@ extension ImageStore {
     public func purgeQuarantine() throws(ImageStoreError) -> Int {
         try checkOpen()
         guard writes != nil else { throw .readOnly(path: path) }
-        return try ImageStoreError.rethrowing { try tier.writer.sync { try tier.purgeQuarantine() } }
+        return try ImageStoreError.rethrowing(path: path, operation: "purging the quarantine") { try tier.writer.sync { try tier.purgeQuarantine() } }
     }
 
     /// The problems `verify` finds, as sentences: what every test checks last. Not public API.

@@ -63,7 +63,7 @@ struct LogRecovery {
             report.segmentsRead += 1
             var batch: [SequencedEntry] = []
             var offset = 0
-            try ImageStoreError.rethrowing { try bytes.withUnsafeBytes { all in
+            try ImageStoreError.rethrowing(path: directory, operation: "reading the log") { try bytes.withUnsafeBytes { all in
                 while offset < all.count {
                     if let record = parse(all, at: offset, segment: number) {
                         // Sequence numbers continue from what LMDB holds and never skip.

@@ -43,7 +43,7 @@ final class WritePath: Sendable {
         let recovery = LogRecovery(directory: directory, fileSystem: fileSystem, maxPayloadBytes: maxPayload,
                                    salvage: configuration.salvageDamagedLog)
         let (report, lastSequence) = try recovery.replay(appliedSequence: applied) { (batch) throws(ImageStoreError) in
-            try ImageStoreError.rethrowing { try tier.writer.sync { try tier.apply(batch) } }
+            try ImageStoreError.rethrowing(path: directory, operation: "replaying the log") { try tier.writer.sync { try tier.apply(batch) } }
         }
         recoveryReport = report
         let segments = LogRecovery.segments(in: directory)
@@ -118,7 +118,7 @@ final class WritePath: Sendable {
     func checkpoint() throws(ImageStoreError) {
         try settle()
         let applied = applier.appliedSequence
-        try ImageStoreError.rethrowing {
+        try ImageStoreError.rethrowing(path: directory, operation: "checkpointing") {
             try tier.writer.sync {
                 let done = log.takeCheckpointableSegments(appliedSequence: applied)
                 try Self.checkpoint(tier: tier, segments: done, directory: directory, fileSystem: fileSystem)
@@ -136,7 +136,7 @@ final class WritePath: Sendable {
             let applied = applier.appliedSequence
             var segments = log.takeCheckpointableSegments(appliedSequence: applied)
             if let last, last.lastSequence <= applied { segments.append(last.number) }
-            try? ImageStoreError.rethrowing {
+            try? ImageStoreError.rethrowing(path: directory, operation: "checkpointing on close") {
                 try tier.writer.sync { try Self.checkpoint(tier: tier, segments: segments, directory: directory, fileSystem: fileSystem) }
             }
         }
