@@ -3,16 +3,18 @@ import CSpng
 /// Deep PNG check: a full decode with libspng, which reports errors by return code (never `longjmp`).
 ///
 /// Runs only after `PNGStructure` accepted the file, so the dimensions and the pixel count are already within
-/// `Limits`. Rows are decoded one at a time into a single row buffer (progressive decoding), so memory is one row,
+/// `Limits`. `PNGZlibStream` checks the zlib stream itself first (Adler-32, exact end, exact size), which
+/// libspng does not fully do. Rows are decoded one at a time into a single row buffer (progressive decoding), so memory is one row,
 /// not the image: a decompression bomb costs CPU bounded by `maxPixels`, never memory.
 enum PNGDeepDecoder {
     static func decode(_ bytes: UnsafeRawBufferPointer, facts: ImageFacts, limits: ImageValidator.Limits) throws(ImageValidationError) {
+        try PNGZlibStream.check(ByteInput(bytes), facts: facts)
         guard let ctx = spng_ctx_new(0) else {
             throw ImageValidationError(.corruptData, at: 0, "libspng could not allocate a decoder context")
         }
         defer { spng_ctx_free(ctx) }
         // CRC errors are fatal for critical and ancillary chunks (SPNG_CRC_ERROR is the default; set it anyway
-        // because the contract depends on it). Adler-32 is checked because SPNG_CTX_IGNORE_ADLER32 is not set.
+        // because the contract depends on it). libspng's own Adler-32 check stays on (SPNG_CTX_IGNORE_ADLER32 is not set), though PNGZlibStream is what guarantees it.
         spng_set_crc_action(ctx, Int32(SPNG_CRC_ERROR.rawValue), Int32(SPNG_CRC_ERROR.rawValue))
         // libspng's own chunk cache limits: match ours so it never buffers more than structure mode allowed.
         spng_set_chunk_limits(ctx, max(limits.maxAncillaryChunkBytes, 1), max(limits.maxMetadataBytes, 1))

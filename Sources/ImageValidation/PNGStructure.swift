@@ -18,7 +18,7 @@ import CZlib
 //   7. unknown critical chunks are rejected                           §5.4
 //   8. known ancillary chunks have their fixed lengths, their ordering, and appear at most once   §5.6, §11.3
 //   9. the IDAT bytes could possibly inflate to the image (deflate cannot exceed 1032:1)   RFC 1951
-// Bytes after IEND are rejected unless `Limits.allowTrailingBytes`.
+// Bytes after IEND are counted (`ImageFacts.trailingBytes`), or rejected when `Limits.allowTrailingBytes` is false.
 
 enum PNGStructure {
     static let signature: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
@@ -233,9 +233,7 @@ enum PNGStructure {
         guard sawIEND else {
             throw ImageValidationError(.truncated, at: n, "The PNG ends without an IEND chunk")
         }
-        if pos < n && !limits.allowTrailingBytes {
-            throw ImageValidationError(.trailingData, at: pos, "\(n - pos) bytes follow the IEND chunk")
-        }
+        let trailing = try TrailingBytes.check(after: pos, in: input, limits: limits, marker: "the IEND chunk")
 
         // RFC 1951: each deflate length/distance pair emits at most 258 bytes from at least 2 bits, so
         // inflated size ≤ 1032 × compressed size. Fewer IDAT bytes than that cannot hold the image.
@@ -248,7 +246,7 @@ enum PNGStructure {
         let components = [0: 1, 2: 3, 3: 1, 4: 2, 6: 4][colorType] ?? 1
         return ImageFacts(
             format: .png, width: width, height: height, bitDepth: depth, components: components,
-            colorType: colorType, isInterlaced: interlaced, frameCount: frameCount)
+            colorType: colorType, isInterlaced: interlaced, frameCount: frameCount, trailingBytes: trailing)
     }
 
     /// Size of the filtered (pre-deflate) image data, §7.2 and §8.2 (Adam7 passes). Saturates instead of overflowing.
