@@ -339,20 +339,30 @@ enum JPEGStructure {
     /// The offset of the first FF at or after `from` that is not followed by a stuffed 00: a marker, or an FF
     /// in the input's last byte. `input.count` when there is none.
     ///
-    /// This is where structure mode spends its time on a JPEG (the entropy-coded data is ~90% of the file), so it
-    /// looks at 32 bytes per step: FF00 pairs, about one per 256 bytes of entropy-coded data, never leave the
-    /// vector loop, and only real markers (RSTm, the scan's end) fall through to the byte loop.
+    /// This is where structure mode spends its time on a JPEG (entropy-coded data is ~90% of the file), so it
+    /// looks at 64 bytes per step, as four 16-byte vectors compared with the same vectors shifted by one byte:
+    /// "FF here and not 00 next" is rare (RSTm and the scan's end), so FF00 stuffing, about one pair per 256
+    /// bytes, never leaves the vector loop; memchr stopped at every one of them (measured on 4 MiB of stuffed
+    /// random bytes in cache, best of 40: 33.6 GB/s against memchr's 16.7 GB/s). The mask is reduced by
+    /// reinterpreting it as two words: `any(_:)` on a `SIMDMask` compiled to a per-lane loop here.
     @inline(__always)
     static func nextMarker(_ input: ByteInput, from start: Int) -> Int {
-        typealias Block = SIMD32<UInt8>
+        typealias Vector = SIMD16<UInt8>
+        let ff = Vector(repeating: 0xFF), zero = Vector(repeating: 0)
         let n = input.count
         var pos = start
-        // Invariant: each step loads bytes pos ..< pos + 33 (the second load is shifted by one), all inside.
-        while n - pos > Block.scalarCount {
-            let here = input.base.loadUnaligned(fromByteOffset: pos, as: Block.self)
-            let after = input.base.loadUnaligned(fromByteOffset: pos + 1, as: Block.self)
-            if any((here .== 0xFF) .& (after .!= 0)) { break }
-            pos += Block.scalarCount
+        // Invariant: each step reads bytes pos ..< pos + 65 (the shifted vectors reach one byte further), all inside.
+        let base = input.base
+        @inline(__always) func markers(_ at: Int) -> SIMD16<Int8> {
+            let here = base.loadUnaligned(fromByteOffset: at, as: Vector.self)
+            let next = base.loadUnaligned(fromByteOffset: at + 1, as: Vector.self)
+            return unsafeBitCast((here .== ff) .& (next .!= zero), to: SIMD16<Int8>.self)
+        }
+        while n - pos > 64 {
+            let hits = markers(pos) | markers(pos + 16) | markers(pos + 32) | markers(pos + 48)
+            let words = unsafeBitCast(hits, to: SIMD2<UInt64>.self)
+            if words[0] | words[1] != 0 { break }
+            pos += 64
         }
         while pos < n {
             guard let hit = memchr(input.base + pos, 0xFF, n - pos) else { return n }

@@ -249,26 +249,29 @@ enum PNGStructure {
             colorType: colorType, isInterlaced: interlaced, frameCount: frameCount, trailingBytes: trailing)
     }
 
-    /// Size of the filtered (pre-deflate) image data, §7.2 and §8.2 (Adam7 passes). Saturates instead of overflowing.
-    static func rawImageBytes(width: Int, height: Int, depth: Int, colorType: Int, interlaced: Bool) -> Int {
+    /// The filtered image's rows, pass by pass (one pass unless Adam7, §8.2; empty passes left out): each row is a
+    /// filter-type byte and `bytes - 1` bytes of pixels (§7.2). Saturates instead of overflowing.
+    static func scanlines(width: Int, height: Int, depth: Int, colorType: Int, interlaced: Bool) -> [(bytes: Int, rows: Int)] {
         let channels = [0: 1, 2: 3, 3: 1, 4: 2, 6: 4][colorType] ?? 1
         let bitsPerPixel = channels * depth
-        func passBytes(_ w: Int, _ h: Int) -> Int {
-            guard w > 0 && h > 0 else { return 0 }
-            let (bits, o1) = w.multipliedReportingOverflow(by: bitsPerPixel)
-            let row = 1 + (bits + 7) / 8
-            let (total, o2) = row.multipliedReportingOverflow(by: h)
-            return o1 || o2 ? Int.max / 2 : total
+        func pass(_ w: Int, _ h: Int) -> (bytes: Int, rows: Int)? {
+            guard w > 0 && h > 0 else { return nil }
+            let (bits, overflow) = w.multipliedReportingOverflow(by: bitsPerPixel)
+            return (overflow ? Int.max / 4 : 1 + (bits + 7) / 8, h)
         }
-        guard interlaced else { return passBytes(width, height) }
+        guard interlaced else { return [pass(width, height)].compactMap { $0 } }
         // §8.2: Adam7 pass origins and steps.
         let passes = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)]
-        var total = 0
-        for (x0, y0, dx, dy) in passes {
-            let w = width > x0 ? (width - x0 + dx - 1) / dx : 0
-            let h = height > y0 ? (height - y0 + dy - 1) / dy : 0
-            total = min(Int.max / 2, total + passBytes(w, h))
+        return passes.compactMap { x0, y0, dx, dy in
+            pass(width > x0 ? (width - x0 + dx - 1) / dx : 0, height > y0 ? (height - y0 + dy - 1) / dy : 0)
         }
-        return total
+    }
+
+    /// Size of the filtered (pre-deflate) image data, §7.2 and §8.2 (Adam7 passes). Saturates instead of overflowing.
+    static func rawImageBytes(width: Int, height: Int, depth: Int, colorType: Int, interlaced: Bool) -> Int {
+        scanlines(width: width, height: height, depth: depth, colorType: colorType, interlaced: interlaced).reduce(0) { total, pass in
+            let (bytes, overflow) = pass.bytes.multipliedReportingOverflow(by: pass.rows)
+            return overflow ? Int.max / 2 : min(Int.max / 2, total + bytes)
+        }
     }
 }

@@ -10,7 +10,10 @@ import CZlib
 ///   1. the stream is well formed and its Adler-32 matches (zlib `Z_DATA_ERROR` otherwise),
 ///   2. it ends exactly at the end of the last IDAT's data: no bytes after it, in that chunk or a later IDAT,
 ///      and no IDAT ends before the stream does,
-///   3. it inflates to exactly the filtered image size (§7.2, §8.2 for Adam7).
+///   3. it inflates to exactly the filtered image size (§7.2, §8.2 for Adam7),
+///   4. every scanline starts with a filter type 0…4 (§9.2).
+/// Pixel values themselves carry no redundancy, so nothing else in the image data can be checked: this is
+/// everything a decoder's row loop would find, at the cost of one inflate and no unfiltering.
 /// Output goes to one scratch buffer and is discarded: memory is constant, CPU bounded by `Limits.maxPixels`.
 enum PNGZlibStream {
     static func check(_ input: ByteInput, facts: ImageFacts) throws(ImageValidationError) {
@@ -26,6 +29,9 @@ enum PNGZlibStream {
         let expected = PNGStructure.rawImageBytes(
             width: facts.width, height: facts.height, depth: facts.bitDepth, colorType: facts.colorType ?? 0,
             interlaced: facts.isInterlaced)
+        var rows = FilterBytes(PNGStructure.scanlines(
+            width: facts.width, height: facts.height, depth: facts.bitDepth, colorType: facts.colorType ?? 0,
+            interlaced: facts.isInterlaced))
         var inflated = 0
         var ended = false
         var pos = 8
@@ -45,7 +51,12 @@ enum PNGZlibStream {
                 stream.next_out = scratch
                 stream.avail_out = uInt(scratchBytes)
                 let status = inflate(&stream, Z_NO_FLUSH)
-                inflated += scratchBytes - Int(stream.avail_out)
+                let produced = scratchBytes - Int(stream.avail_out)
+                if let bad = rows.firstBadFilterType(in: UnsafeBufferPointer(start: scratch, count: produced)) {
+                    throw ImageValidationError(
+                        .corruptData, at: chunkStart, "Scanline \(bad.row) starts with filter type \(bad.type); PNG defines 0…4")
+                }
+                inflated += produced
                 switch status {
                 case Z_OK: break
                 case Z_STREAM_END: ended = true
@@ -70,5 +81,30 @@ enum PNGZlibStream {
         guard inflated == expected else {
             throw ImageValidationError(.corruptData, at: 8, "The IDAT data inflates to \(inflated) bytes; the image needs \(expected)")
         }
+    }
+}
+
+/// Walks the inflated bytes as scanlines, looking only at each row's first byte (§9.2: the filter type, 0…4).
+struct FilterBytes {
+    private var passes: [(bytes: Int, rows: Int)]
+    private var pass = 0, rowInPass = 0, row = 0
+    /// Bytes of the input until the next filter-type byte.
+    private var skip = 0
+
+    init(_ passes: [(bytes: Int, rows: Int)]) { self.passes = passes }
+
+    /// The first bad filter type in the next chunk of inflated bytes, with its row number (counted over all passes).
+    mutating func firstBadFilterType(in bytes: UnsafeBufferPointer<UInt8>) -> (row: Int, type: UInt8)? {
+        var i = skip
+        while i < bytes.count && pass < passes.count {
+            let type = bytes[i]
+            if type > 4 { return (row, type) }
+            i += passes[pass].bytes
+            row += 1
+            rowInPass += 1
+            if rowInPass == passes[pass].rows { pass += 1; rowInPass = 0 }
+        }
+        skip = max(0, i - bytes.count)
+        return nil
     }
 }
