@@ -5,12 +5,15 @@
 #
 # Byte 0 of each input selects the mode (even = structure, odd = deep); every corpus file is seeded twice.
 # Outputs (binary, working corpus, crash artefacts, log) go to fuzz-out/ (gitignored).
-# Environment: IMGSTORE_CORPUS (seed images; default <repo>/../shared/corpus).
+# Environment: IMGSTORE_CORPUS (seed images; default <repo>/../shared/corpus); IMGSTORE_FUZZ_MODE=structure or
+# deep fuzzes that mode only, with its own working corpus and log in fuzz-out/<mode>/ (run one of each to give
+# each mode its own time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-20}"; shift || true
 corpus="${IMGSTORE_CORPUS:-$(pwd)/../shared/corpus}"
-out=fuzz-out
+bin=fuzz-out/fuzz-validator
+out=fuzz-out${IMGSTORE_FUZZ_MODE:+/$IMGSTORE_FUZZ_MODE}
 mkdir -p "$out/corpus" "$out/seeds" "$out/artifacts"
 
 if [ ! -d "$corpus" ]; then echo "fuzz-validator: seed corpus not found at $corpus" >&2; exit 1; fi
@@ -22,7 +25,6 @@ while IFS= read -r -d '' f; do
   seeds=$((seeds + 2))
 done < <(find "$corpus" -type f \( -name '*.png' -o -name '*.jpg' \) -print0)
 
-bin="$out/fuzz-validator"
 src=(Sources/ImageValidation/*.swift Tools/fuzz/FuzzValidator.swift)
 if [ ! -x "$bin" ] || [ -n "$(find "${src[@]}" -newer "$bin" 2>/dev/null)" ]; then
   echo "fuzz-validator: building $bin"

@@ -16,6 +16,8 @@ packages=(
   libjpeg-turbo-progs  # cjpeg/djpeg: progressive JPEG fixtures made at test time
   pngcheck             # reference checker (agreement script, benchmark)
   jpeginfo             # reference checker (agreement script, benchmark)
+  imagemagick          # convert: YCCK JPEG fixtures (ImageValidationTests), found on PATH
+  python3-pil          # Pillow: CMYK JPEG fixtures, for Debian's python3
 )
 
 missing=()
@@ -25,13 +27,17 @@ for p in "${packages[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
-fi
-
-echo "install-deps: installing ${missing[*]}" >&2
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The tests run the python3 on PATH. Debian's sees python3-pil; another one (pyenv, a venv) gets Pillow from pip.
+if ! python3 -c 'import PIL' 2>/dev/null; then
+  echo "install-deps: $(command -v python3) cannot import PIL; installing Pillow with pip" >&2
+  python3 -m pip install --quiet --user pillow 2>/dev/null || python3 -m pip install --quiet pillow
+fi

@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # Measures agreement between ImageValidation and the reference checkers `pngcheck -q` (PNG) and `jpeginfo -c`
 # (JPEG) over the shared corpus plus variants made from it (truncations, appended bytes, bit flips) and JPEGs
-# made with cjpeg (progressive, restart markers, arithmetic).
+# made with cjpeg (progressive, restart markers, arithmetic), ImageMagick (YCCK) and Pillow (CMYK).
 #
 #   Tools/validator-agreement.sh            prints a summary and every disagreement; exit 1 on an unexplained one
 #
-# Needs: swiftc, python3, pngcheck, jpeginfo, cjpeg (Tools/install-deps.sh). Work files go to fuzz-out/agreement/.
+# Needs: swiftc, python3 with Pillow, convert, pngcheck, jpeginfo, cjpeg (Tools/install-deps.sh). Work files go to
+# fuzz-out/agreement/.
 #
-# Last run (1720 files = 172 originals × 10 variants): structure agrees on 1704, deep on 1712; the 16
-# disagreements are 7×B, 5×D, 1×E, 3×F. pngcheck -q also rejects bytes after IEND, so A did not occur; C and G
-# did not occur either (deep mode and jpeginfo -c, both libjpeg-turbo with warnings as errors, agree on every flip).
+# Last run (2026-12-01, 1736 files: each original and its 9 variants, 10 per file name; the originals now include
+# gen-ycck-im and gen-cmyk-pil): with the default policy structure agrees on 1547, deep on 1554; with the
+# strict trailing-data policy structure on 1714, deep on 1720 (before issue 15: 1704 and 1712 of 1720, strict
+# only). The disagreements (default policy) are 171×A, 5×D, 1×E, 4×F, 8×H; no B, C or G.
 #
 # Explained disagreements (the script tags each one it finds with the letter below; anything else is a bug):
-#   A  pngcheck accepts and we reject: bytes after IEND. pngcheck -q ignores data after IEND ("additional data
-#      after IEND" is only printed in verbose mode); we reject trailing bytes by default (Limits.allowTrailingBytes).
-#   B  jpeginfo -c accepts and we reject: bytes after EOI (same decision); libjpeg stops reading at EOI.
+#   A  pngcheck rejects and we accept: bytes after IEND. pngcheck -q reports "additional data after IEND chunk"
+#      as an error; we accept trailing bytes by default and count them (ImageFacts.trailingBytes), because
+#      origins serve such files and every decoder displays them (issue 15). The strict policy
+#      (Limits.allowTrailingBytes = false, --strict) rejects them and then agrees with pngcheck.
+#   B  jpeginfo -c accepts and we reject: bytes after EOI. No longer expected: accepted by default, as libjpeg
+#      (which stops reading at EOI) does.
 #   C  jpeginfo -c accepts and structure rejects a damaged header/marker that libjpeg tolerates: libjpeg skips
 #      garbage before markers with only a warning it does not print in -c mode for some cases, or repairs
 #      restart sequences. We are stricter by design (the decoder "repairs" by painting grey).
@@ -24,10 +29,13 @@
 #      tIME field ranges (cm7n0g04), text keyword rules, zlib header window bits. These do not make the image
 #      undecodable.
 #   F  monkey12.jpg and its variants: jpeginfo (libjpeg-turbo 2.1, 8-bit) cannot decode 12-bit JPEG and reports
-#      an error; structure mode accepts valid 12-bit files, deep mode throws unsupportedByDecoder.
+#      an error; both modes accept valid 12-bit files on their structure (ImageFacts.isDecodedByDeepMode false).
 #   G  a bit flip in entropy data that both decoders survive differently: libjpeg (jpeginfo) and TurboJPEG are
 #      the same library, but jpeginfo -c uses full-size IDCT and prints some warnings as [WARNING] which we
 #      count as errors in both; remaining cases are listed for review.
+#   H  gen-cmyk-pil / gen-ycck-im and their variants: jpeginfo -c asks libjpeg for RGB, which it cannot make
+#      from CMYK or YCCK ("Unsupported color conversion request"), so it rejects valid files; deep mode decodes
+#      them to CMYK. Where damage makes both reject, they agree.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 corpus="${IMGSTORE_CORPUS:-$(pwd)/../shared/corpus}"
@@ -50,6 +58,9 @@ cjpeg -progressive "$work/card.ppm" > "$work/gen-progressive.jpg"
 cjpeg -restart 1 "$work/card.ppm" > "$work/gen-restart.jpg"
 cjpeg -arithmetic "$work/card.ppm" > "$work/gen-arith.jpg"
 cjpeg -restart 2 -progressive -sample 2x2 "$work/card.ppm" > "$work/gen-prog-restart.jpg"
+convert "$work/card.ppm" -colorspace CMYK "$work/gen-ycck-im.jpg"     # ImageMagick writes YCCK (Adobe transform 2)
+python3 -c "import sys; from PIL import Image; Image.open(sys.argv[1]).convert('CMYK').save(sys.argv[2])" \
+  "$work/card.ppm" "$work/gen-cmyk-pil.jpg"                           # Pillow writes CMYK (Adobe transform 0)
 
 # Variants: original, truncations, appended bytes, bit flips at a header, middle and tail offset.
 python3 - "$work/files" "$corpus"/pngsuite/*.png "$corpus"/libpng-testpngs/*/*.png "$corpus"/jpeg/*.jpg "$work"/gen-*.jpg <<'PY'
@@ -73,6 +84,9 @@ for f in *.png; do pngcheck -q "$f" >/dev/null 2>&1 && ref[$f]=OK || ref[$f]=BAD
 for f in *.jpg; do jpeginfo -c "$f" >/dev/null 2>&1 && ref[$f]=OK || ref[$f]=BAD; done
 while IFS=$'\t' read -r v f rest; do ours[$f]=$v; done < <("../../../$probe" *.png *.jpg)
 while IFS=$'\t' read -r v f rest; do deep[$f]=$v; done < <("../../../$probe" --deep *.png *.jpg)
+declare -A strictS strictD
+while IFS=$'\t' read -r v f rest; do strictS[$f]=$v; done < <("../../../$probe" --strict *.png *.jpg)
+while IFS=$'\t' read -r v f rest; do strictD[$f]=$v; done < <("../../../$probe" --deep --strict *.png *.jpg)
 
 total=0; agree=0; agreeDeep=0; unexplained=0
 declare -A tags
@@ -84,7 +98,8 @@ for f in "${!ref[@]}"; do
     tag="?"
     case "$f" in
       monkey12.*) tag=F ;;
-      *.append.png) [ "${ref[$f]}" = OK ] && tag=A ;;
+      gen-cmyk-pil.*|gen-ycck-im.*) [ "${ref[$f]}" = BAD ] && tag=H ;;
+      *.append.png) [ "${ref[$f]}" = BAD ] && [ "${ours[$f]}" = OK ] && tag=A ;;
       *.append.jpg) [ "${ref[$f]}" = OK ] && tag=B ;;
     esac
     if [ "$tag" = "?" ]; then
@@ -113,5 +128,11 @@ for f in "${!ref[@]}"; do
 done
 echo "files: $total  reference rejects: $refBad  structure rejects: $ourBad  deep rejects: $deepBad"
 echo "agreement with reference: structure $agree/$total, deep $agreeDeep/$total"
+agreeStrict=0; agreeStrictDeep=0
+for f in "${!ref[@]}"; do
+  [ "${ref[$f]}" = "${strictS[$f]}" ] && agreeStrict=$((agreeStrict + 1))
+  [ "${ref[$f]}" = "${strictD[$f]}" ] && agreeStrictDeep=$((agreeStrictDeep + 1))
+done
+echo "with the strict trailing-data policy: structure $agreeStrict/$total, deep $agreeStrictDeep/$total"
 if grep -q '^?' ../disagreements.txt; then echo "UNEXPLAINED disagreements (tag ?) above" >&2; exit 1; fi
-echo "every disagreement is explained (tags A-G in this script's header)"
+echo "every disagreement is explained (tags A-H in this script's header)"

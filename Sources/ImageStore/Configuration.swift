@@ -23,6 +23,11 @@ extension ImageStore {
         public var keyFunction: (@Sendable (String) -> String)?
         /// What `put` does with bytes that are not a valid image. Default `.rejectInvalid`.
         public var validation: ValidationPolicy = .rejectInvalid
+        /// The strict trailing-data policy: `put` rejects images with bytes after their end marker (PNG IEND,
+        /// JPEG EOI, GIF trailer, WebP RIFF size) as `invalidImage`. Default false: they are stored, and the
+        /// count is in `EntryInfo.image?.trailingBytes` (motion photos and vendor trailers are common on the
+        /// web). Has no effect when `validation` is `.none`.
+        public var rejectTrailingBytes = false
         /// The time source; inject a manual one in tests. Default: the system clock.
         public var clock: @Sendable () -> Date = { Date() }
         /// Use `MDB_WRITEMAP`. Faster bulk writes, but a full disk on a sparse data file is then

@@ -34,7 +34,7 @@ public final class ImageStore: Sendable {
     let maintenance: StoreMaintenance?
     let policy: ExpiryPolicy
     private let normalizer: URLNormalizer
-    private let validator = ImageValidator()
+    private let validator: ImageValidator
     let counters = StoreCounters()
     private let isClosed = Atomic<Bool>(false)
     private let identity: FileIdentity
@@ -92,6 +92,7 @@ public final class ImageStore: Sendable {
         }
         self.path = path
         self.configuration = configuration
+        self.validator = ImageValidator(limits: configuration.rejectTrailingBytes ? .strict : .default)
         self.identity = identity
         normalizer = URLNormalizer(maxBytes: configuration.maxURLBytes)
     }

@@ -83,13 +83,10 @@ enum GIFStructure {
             case 0x3B:
                 // §27 trailer.
                 guard frames > 0 else { throw ImageValidationError(.badOrder, at: pos, "The GIF has no image before its trailer") }
-                pos += 1
-                if pos < n && !limits.allowTrailingBytes {
-                    throw ImageValidationError(.trailingData, at: pos, "\(n - pos) bytes follow the GIF trailer")
-                }
+                let trailing = try TrailingBytes.check(after: pos + 1, in: input, limits: limits, marker: "the GIF trailer")
                 return ImageFacts(
                     format: .gif, width: width, height: height, bitDepth: 8, components: 3, colorType: nil,
-                    isInterlaced: interlaced, frameCount: frames)
+                    isInterlaced: interlaced, frameCount: frames, trailingBytes: trailing)
             default:
                 throw ImageValidationError(.badChunk, at: pos, "Unknown GIF block introducer \(input.u8(pos)) at offset \(pos)")
             }

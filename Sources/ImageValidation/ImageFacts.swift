@@ -28,10 +28,22 @@ public struct ImageFacts: Sendable, Hashable {
     public var isInterlaced: Bool
     /// Frames: 1 for still images, acTL's count for APNG, image descriptors for GIF, ANMF chunks for WebP.
     public var frameCount: Int?
+    /// Bytes after the end marker (PNG IEND, JPEG EOI, GIF trailer, the WebP RIFF size): an Android motion
+    /// photo's MP4, a vendor trailer. Accepted and counted here by default; `Limits.allowTrailingBytes = false`
+    /// (the store's `rejectTrailingBytes`) rejects them as `.trailingData` instead.
+    public var trailingBytes: Int
+    /// Whether deep mode decodes this image's compressed data: true for PNG and for 8-bit DCT JPEG (baseline,
+    /// extended, progressive; any colour space). False for 12-bit, lossless and hierarchical JPEG, which
+    /// TurboJPEG 2.1 cannot decode, and for GIF and WebP, which have no linked decoder: deep mode accepts those
+    /// on their structure alone. The same in both modes, so deep and structure facts compare equal.
+    public var isDecodedByDeepMode: Bool
 
+    /// - Parameter isDecodedByDeepMode: nil derives it from the format and bit depth (PNG, or 8-bit JPEG), which
+    ///   is right for every image except 8-bit lossless or hierarchical JPEG.
     public init(
         format: ImageFormat, width: Int, height: Int, bitDepth: Int, components: Int,
-        colorType: Int?, isInterlaced: Bool, frameCount: Int?
+        colorType: Int?, isInterlaced: Bool, frameCount: Int?, trailingBytes: Int = 0,
+        isDecodedByDeepMode: Bool? = nil
     ) {
         self.format = format
         self.width = width
@@ -41,5 +53,7 @@ public struct ImageFacts: Sendable, Hashable {
         self.colorType = colorType
         self.isInterlaced = isInterlaced
         self.frameCount = frameCount
+        self.trailingBytes = trailingBytes
+        self.isDecodedByDeepMode = isDecodedByDeepMode ?? (format == .png || (format == .jpeg && bitDepth == 8))
     }
 }

@@ -32,8 +32,8 @@ public struct ImageValidationError: Error, Sendable, Hashable, CustomStringConve
         public static let limitExceeded = Kind(rawValue: "limitExceeded")
         /// Entropy-coded or compressed data is damaged (found by the structure walk or the deep decoder).
         public static let corruptData = Kind(rawValue: "corruptData")
-        /// Deep mode only: the file passed structure checks but the decoder cannot decode this variant
-        /// (TurboJPEG 2.1 and 12-bit, lossless or hierarchical JPEG). Nothing beyond structure was verified.
+        /// Reserved; no longer thrown. Deep mode accepts JPEG variants TurboJPEG 2.1 cannot decode (12-bit,
+        /// lossless, hierarchical) on their structure and says so in `ImageFacts.isDecodedByDeepMode`.
         public static let unsupportedByDecoder = Kind(rawValue: "unsupportedByDecoder")
 
         /// Pattern matching in `catch`: `catch ImageValidationError.Kind.truncated { … }`.

@@ -20,8 +20,10 @@ public struct ImageValidator: Sendable {
         /// GIF extension blocks, WebP ICCP/EXIF/XMP chunks.
         public var maxMetadataBytes: Int
         /// Whether bytes after the end marker (IEND, EOI, GIF trailer, past the RIFF size) are accepted.
-        /// Default false: appended bytes are how a second payload hides behind an image, and no valid encoder
-        /// writes them.
+        /// Default true, counted in `ImageFacts.trailingBytes`: real origins serve such files (Android motion
+        /// photos append an MP4, phones and editors append vendor trailers) and every decoder displays them.
+        /// `false` is the strict policy: they are rejected as `.trailingData`, so no second payload can hide
+        /// behind an image.
         public var allowTrailingBytes: Bool
         /// Largest number of JPEG scans (progressive files use ~10; thousands are a decoder DoS).
         public var maxJPEGScans: Int
@@ -30,7 +32,7 @@ public struct ImageValidator: Sendable {
             maxPixels: Int = 100_000_000,
             maxAncillaryChunkBytes: Int = 8 << 20,
             maxMetadataBytes: Int = 32 << 20,
-            allowTrailingBytes: Bool = false,
+            allowTrailingBytes: Bool = true,
             maxJPEGScans: Int = 500
         ) {
             self.maxPixels = maxPixels
@@ -41,6 +43,8 @@ public struct ImageValidator: Sendable {
         }
 
         public static let `default` = Limits()
+        /// The defaults with the strict trailing-data policy: bytes after the end marker are rejected.
+        public static let strict = Limits(allowTrailingBytes: false)
     }
 
     public var limits: Limits
@@ -53,7 +57,8 @@ public struct ImageValidator: Sendable {
     ///
     /// The buffer is only read during the call and never retained.
     /// - Throws: `ImageValidationError`; `isUnknownFormat` is true when the magic bytes match no known format.
-    ///   Deep mode may also throw `.corruptData` (decoder errors and warnings) and `.unsupportedByDecoder`.
+    ///   Deep mode may also throw `.corruptData` (decoder errors and warnings). Images deep mode has no decoder
+    ///   for are accepted on their structure (`ImageFacts.isDecodedByDeepMode` is false).
     public func validate(
         _ bytes: UnsafeRawBufferPointer, mode: ValidationMode = .structure
     ) throws(ImageValidationError) -> ImageFacts {

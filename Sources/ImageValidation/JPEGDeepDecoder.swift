@@ -9,18 +9,19 @@ import CTurboJPEG
 /// - `TJFLAG_LIMITSCANS` makes libjpeg-turbo refuse more than 500 progressive scans (a known CPU DoS).
 /// - The image is decompressed at 1/8 scale: every Huffman/arithmetic symbol of every block is still decoded
 ///   (that is where corruption shows), only the inverse DCT is reduced, so memory is 1/64 of the image.
+/// - The pixel format is one the image's colour space converts to: libjpeg converts greyscale, YCbCr and RGB
+///   to grey (the cheapest), but CMYK and YCCK (Adobe transform 0 and 2: ImageMagick's and Pillow's CMYK output)
+///   only to CMYK, so those decode as `TJPF_CMYK`. Asking for grey fails them with "Unsupported color
+///   conversion request", which is not damage.
 /// - TurboJPEG 2.1 decodes 8-bit lossy JPEG only. 12-bit (e.g. monkey12.jpg), lossless and hierarchical
-///   files pass structure mode, and deep mode throws `.unsupportedByDecoder` for them, saying that nothing
-///   beyond structure was verified. Callers that want "structure is enough" catch that kind.
+///   files are accepted on their structure, here and therefore everywhere deep mode runs (`validate --deep`,
+///   `verify --deep`, `rejectInvalidDeep`): one rule, and `ImageFacts.isDecodedByDeepMode` is false for them.
 enum JPEGDeepDecoder {
     static func decode(_ bytes: UnsafeRawBufferPointer, structure: JPEGStructureResult, limits: ImageValidator.Limits) throws(ImageValidationError) {
         let facts = structure.facts
-        if facts.bitDepth != 8 || structure.isLossless || structure.isHierarchical {
-            let what = structure.isHierarchical ? "hierarchical" : (structure.isLossless ? "lossless" : "\(facts.bitDepth)-bit")
-            throw ImageValidationError(
-                .unsupportedByDecoder, at: 0,
-                "The JPEG is structurally valid but \(what) JPEG cannot be decoded by TurboJPEG 2.1; its entropy-coded data was not verified")
-        }
+        // Invariant: JPEGStructure sets the flag exactly for the 8-bit, non-lossless, non-hierarchical frames.
+        assert(facts.isDecodedByDeepMode == (facts.bitDepth == 8 && !structure.isLossless && !structure.isHierarchical))
+        guard facts.isDecodedByDeepMode else { return }
         guard let handle = tjInitDecompress() else {
             throw ImageValidationError(.corruptData, at: 0, "TurboJPEG could not allocate a decompressor")
         }
@@ -38,8 +39,10 @@ enum JPEGDeepDecoder {
         }
         // 1/8 scale: ceil(dimension / 8).
         let scaledWidth = (Int(width) + 7) / 8, scaledHeight = (max(Int(height), facts.height) + 7) / 8
-        let pixelFormat = TJPF_GRAY   // the colour conversion is irrelevant to corruption; grey is cheapest
-        let pitch = scaledWidth
+        // The colour conversion is irrelevant to corruption: the cheapest one the colour space allows.
+        let fourChannel = colorspace == Int32(TJCS_CMYK.rawValue) || colorspace == Int32(TJCS_YCCK.rawValue)
+        let pixelFormat = fourChannel ? TJPF_CMYK : TJPF_GRAY
+        let pitch = scaledWidth * (fourChannel ? 4 : 1)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(pitch * scaledHeight, 1), alignment: 16)
         defer { buffer.deallocate() }
         let flags = TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS | TJFLAG_FASTDCT

@@ -18,7 +18,7 @@ import CZlib
 //   7. unknown critical chunks are rejected                           §5.4
 //   8. known ancillary chunks have their fixed lengths, their ordering, and appear at most once   §5.6, §11.3
 //   9. the IDAT bytes could possibly inflate to the image (deflate cannot exceed 1032:1)   RFC 1951
-// Bytes after IEND are rejected unless `Limits.allowTrailingBytes`.
+// Bytes after IEND are counted (`ImageFacts.trailingBytes`), or rejected when `Limits.allowTrailingBytes` is false.
 
 enum PNGStructure {
     static let signature: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
@@ -233,9 +233,7 @@ enum PNGStructure {
         guard sawIEND else {
             throw ImageValidationError(.truncated, at: n, "The PNG ends without an IEND chunk")
         }
-        if pos < n && !limits.allowTrailingBytes {
-            throw ImageValidationError(.trailingData, at: pos, "\(n - pos) bytes follow the IEND chunk")
-        }
+        let trailing = try TrailingBytes.check(after: pos, in: input, limits: limits, marker: "the IEND chunk")
 
         // RFC 1951: each deflate length/distance pair emits at most 258 bytes from at least 2 bits, so
         // inflated size ≤ 1032 × compressed size. Fewer IDAT bytes than that cannot hold the image.
@@ -248,29 +246,32 @@ enum PNGStructure {
         let components = [0: 1, 2: 3, 3: 1, 4: 2, 6: 4][colorType] ?? 1
         return ImageFacts(
             format: .png, width: width, height: height, bitDepth: depth, components: components,
-            colorType: colorType, isInterlaced: interlaced, frameCount: frameCount)
+            colorType: colorType, isInterlaced: interlaced, frameCount: frameCount, trailingBytes: trailing)
+    }
+
+    /// The filtered image's rows, pass by pass (one pass unless Adam7, §8.2; empty passes left out): each row is a
+    /// filter-type byte and `bytes - 1` bytes of pixels (§7.2). Saturates instead of overflowing.
+    static func scanlines(width: Int, height: Int, depth: Int, colorType: Int, interlaced: Bool) -> [(bytes: Int, rows: Int)] {
+        let channels = [0: 1, 2: 3, 3: 1, 4: 2, 6: 4][colorType] ?? 1
+        let bitsPerPixel = channels * depth
+        func pass(_ w: Int, _ h: Int) -> (bytes: Int, rows: Int)? {
+            guard w > 0 && h > 0 else { return nil }
+            let (bits, overflow) = w.multipliedReportingOverflow(by: bitsPerPixel)
+            return (overflow ? Int.max / 4 : 1 + (bits + 7) / 8, h)
+        }
+        guard interlaced else { return [pass(width, height)].compactMap { $0 } }
+        // §8.2: Adam7 pass origins and steps.
+        let passes = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)]
+        return passes.compactMap { x0, y0, dx, dy in
+            pass(width > x0 ? (width - x0 + dx - 1) / dx : 0, height > y0 ? (height - y0 + dy - 1) / dy : 0)
+        }
     }
 
     /// Size of the filtered (pre-deflate) image data, §7.2 and §8.2 (Adam7 passes). Saturates instead of overflowing.
     static func rawImageBytes(width: Int, height: Int, depth: Int, colorType: Int, interlaced: Bool) -> Int {
-        let channels = [0: 1, 2: 3, 3: 1, 4: 2, 6: 4][colorType] ?? 1
-        let bitsPerPixel = channels * depth
-        func passBytes(_ w: Int, _ h: Int) -> Int {
-            guard w > 0 && h > 0 else { return 0 }
-            let (bits, o1) = w.multipliedReportingOverflow(by: bitsPerPixel)
-            let row = 1 + (bits + 7) / 8
-            let (total, o2) = row.multipliedReportingOverflow(by: h)
-            return o1 || o2 ? Int.max / 2 : total
+        scanlines(width: width, height: height, depth: depth, colorType: colorType, interlaced: interlaced).reduce(0) { total, pass in
+            let (bytes, overflow) = pass.bytes.multipliedReportingOverflow(by: pass.rows)
+            return overflow ? Int.max / 2 : min(Int.max / 2, total + bytes)
         }
-        guard interlaced else { return passBytes(width, height) }
-        // §8.2: Adam7 pass origins and steps.
-        let passes = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)]
-        var total = 0
-        for (x0, y0, dx, dy) in passes {
-            let w = width > x0 ? (width - x0 + dx - 1) / dx : 0
-            let h = height > y0 ? (height - y0 + dy - 1) / dy : 0
-            total = min(Int.max / 2, total + passBytes(w, h))
-        }
-        return total
     }
 }

@@ -55,12 +55,12 @@ enum WebPStructure {
             throw ImageValidationError(.truncated, at: n, "The RIFF header claims \(riffSize + 8) bytes, the file has \(n)")
         }
         let end = 8 + riffSize
-        if end < n && !limits.allowTrailingBytes {
-            throw ImageValidationError(.trailingData, at: end, "\(n - end) bytes follow the RIFF chunk")
-        }
+        let trailing = try TrailingBytes.check(after: end, in: input, limits: limits, marker: "the RIFF chunk")
         var pos = 12
         var first = true
-        var facts = ImageFacts(format: .webp, width: 0, height: 0, bitDepth: 8, components: 3, colorType: nil, isInterlaced: false, frameCount: 1)
+        var facts = ImageFacts(
+            format: .webp, width: 0, height: 0, bitDepth: 8, components: 3, colorType: nil, isInterlaced: false, frameCount: 1,
+            trailingBytes: trailing)
         var extended = false, animated = false, sawImage = false, sawALPH = false
         var frames = 0
         var metadataBytes = 0

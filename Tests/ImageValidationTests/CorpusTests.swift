@@ -83,18 +83,15 @@ struct CorpusTests {
         #expect(facts.bitDepth == 8 && facts.components == 3)
     }
 
-    /// Decision: 12-bit JPEG passes structure mode; deep mode throws `.unsupportedByDecoder` because
-    /// TurboJPEG 2.1 cannot decode 12-bit samples, so nothing beyond structure was verified.
-    @Test func twelveBitJPEGIsStructurallyValidButUnsupportedByTheDeepDecoder() throws {
+    /// Decision: 12-bit JPEG is valid, so deep mode accepts it on its structure (TurboJPEG 2.1 cannot decode
+    /// 12-bit samples) and says so in `isDecodedByDeepMode`. One rule, in the validator, for `validate --deep`,
+    /// `verify --deep` and `rejectInvalidDeep`.
+    @Test func twelveBitJPEGIsAcceptedByDeepModeOnItsStructure() throws {
         let bytes = try Corpus.bytes("jpeg", "monkey12.jpg")
         let facts = try validator.validate(bytes)
         #expect(facts.bitDepth == 12)
-        do {
-            _ = try validator.validate(bytes, mode: .deep)
-            Issue.record("deep mode accepted a 12-bit JPEG it cannot decode")
-        } catch {
-            #expect(error.kind == .unsupportedByDecoder)
-            #expect(error.description.contains("12-bit"))
-        }
+        #expect(try validator.validate(bytes, mode: .deep) == facts)
+        #expect(!facts.isDecodedByDeepMode)
+        #expect(try validator.validate(Corpus.bytes("jpeg", "testorig.jpg")).isDecodedByDeepMode)
     }
 }

@@ -18,7 +18,7 @@ struct GIFWebPTests {
     @Test func damagedGIFsAreRejected() {
         let gif = Fixtures.gif()
         for length in 0..<gif.count { #expect(!verdict(gif.truncated(to: length)).isAccepted, "prefix \(length)") }
-        #expect(verdict(gif + [0]) == .rejected(.trailingData))
+        #expect(verdict(gif + [0], limits: .strict) == .rejected(.trailingData))
         #expect(verdict(Fixtures.gif(width: 0)) == .rejected(.badHeader))
         var noImage = Array(gif[..<19]); noImage.append(0x3B)   // header + GCT, then trailer
         #expect(verdict(noImage) == .rejected(.badOrder))
@@ -46,7 +46,7 @@ struct GIFWebPTests {
     @Test func damagedWebPsAreRejected() {
         let webp = Fixtures.riff([Fixtures.vp8l(width: 3, height: 3)])
         for length in 12..<webp.count { #expect(!verdict(webp.truncated(to: length)).isAccepted, "prefix \(length)") }
-        #expect(verdict(webp + [0, 0]) == .rejected(.trailingData))
+        #expect(verdict(webp + [0, 0], limits: .strict) == .rejected(.trailingData))
         #expect(verdict(Fixtures.riff([Fixtures.vp8l(width: 3, height: 3, version: 1)])) == .rejected(.badHeader))
         #expect(verdict(Fixtures.riff([Fixtures.chunk("JUNK", [1, 2, 3, 4])])) == .rejected(.badChunk))
         // VP8X canvas and image disagree.

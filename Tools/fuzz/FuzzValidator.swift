@@ -1,6 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 // libFuzzer entry for ImageValidation, compiled together with Sources/ImageValidation by Tools/fuzz-validator.sh.
 //
 // Input layout: byte 0 selects the mode (even = structure, odd = deep); the rest is the image.
+// IMGSTORE_FUZZ_MODE=structure or deep forces one mode whatever byte 0 says, so each mode can be fuzzed for a
+// measured time of its own (Tools/fuzz-validator.sh passes it through).
 // Beyond "no crash, hang, leak or OOM" (the sanitizers' job) it checks one invariant: deep mode runs structure
 // checks first, so whatever deep mode accepts, structure mode accepts with the same facts.
 
@@ -8,10 +13,13 @@
 /// still exercised (inputs above it are rejected).
 let fuzzValidator = ImageValidator(limits: ImageValidator.Limits(maxPixels: 1 << 22))
 
+/// The mode forced by IMGSTORE_FUZZ_MODE, if any.
+let forcedMode: ValidationMode? = getenv("IMGSTORE_FUZZ_MODE").flatMap { ValidationMode(rawValue: String(cString: $0)) }
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size >= 1 else { return 0 }
-    let mode: ValidationMode = data[0] & 1 == 0 ? .structure : .deep
+    let mode: ValidationMode = forcedMode ?? (data[0] & 1 == 0 ? .structure : .deep)
     let image = UnsafeRawBufferPointer(start: data + 1, count: size - 1)
     _ = ImageValidator.sniff(image)
     let result = Result { () throws(ImageValidationError) in try fuzzValidator.validate(image, mode: mode) }

@@ -1,7 +1,8 @@
 // A release-mode command-line probe over ImageValidation, built outside the package by
 // Tools/validator-agreement.sh (verdicts) and Tools/fuzz/validator-throughput.sh (throughput).
 //
-//   validator-probe [--deep] FILE...            one line per file: "OK<TAB>path<TAB>facts" or "BAD<TAB>path<TAB>error"
+//   validator-probe [--deep] [--strict] FILE... one line per file: "OK<TAB>path<TAB>facts" or "BAD<TAB>path<TAB>error"
+//                                               (--strict: the strict trailing-data policy)
 //   validator-probe --bench SECONDS FILE...     in-process throughput over the files, both modes
 #if canImport(Glibc)
 import Glibc
@@ -19,12 +20,14 @@ struct ValidatorProbe {
         }
         var mode = ValidationMode.structure
         if args.first == "--deep" { mode = .deep; args.removeFirst() }
-        let validator = ImageValidator()
+        var limits = ImageValidator.Limits.default
+        if args.first == "--strict" { limits = .strict; args.removeFirst() }
+        let validator = ImageValidator(limits: limits)
         for path in args {
             guard let data = FileManager.default.contents(atPath: path) else { print("BAD\t\(path)\tunreadable"); continue }
             do {
                 let f = try validator.validate(data, mode: mode)
-                print("OK\t\(path)\t\(f.format) \(f.width)x\(f.height) depth \(f.bitDepth) comps \(f.components)")
+                print("OK\t\(path)\t\(f.format) \(f.width)x\(f.height) depth \(f.bitDepth) comps \(f.components) trailing \(f.trailingBytes)")
             } catch {
                 print("BAD\t\(path)\t\(error.kind): \(error)")
             }

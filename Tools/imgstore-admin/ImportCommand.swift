@@ -14,6 +14,7 @@ enum ImportCommand: AdminCommand {
             OptionSpec(name: "--ttl", value: "SECONDS", help: "seconds until the entries expire, or 'never' (default: the store's, 7 days)"),
             OptionSpec(name: "--durability", value: "MODE", help: "sync (default), batched or none: when each put is acknowledged"),
             OptionSpec(name: "--json", help: "print one JSON line per file, after its put was acknowledged"),
+            PutCommand.strictOption,
         ],
         positional: 1...1,
         details: """
@@ -81,7 +82,7 @@ enum ImportCommand: AdminCommand {
             }
         }
 
-        let store = try context.openStore()
+        let store = try context.openStore(configuration: PutCommand.configuration(arguments))
         var progress = Progress(label: "import", total: candidates.count)
         var imported = 0, badData = 0, unreadable = 0
         func report(_ candidate: Candidate, _ message: String, _ code: ExitCode) {

@@ -1,7 +1,9 @@
+import Dispatch
 import Foundation
 import ImageStore
+import Synchronization
 
-/// `validate [--deep] [--json] FILE...`: checks image files without a store.
+/// `validate [--deep] [--strict] [--json] FILE...`: checks image files without a store, on all cores.
 enum ValidateCommand: AdminCommand {
     static let spec = CommandSpec(
         name: "validate",
@@ -9,39 +11,71 @@ enum ValidateCommand: AdminCommand {
         arguments: "FILE...",
         options: [
             OptionSpec(name: "--deep", help: "also decode every pixel (PNG, JPEG): catches damaged compressed data"),
-            OptionSpec(name: "--json", help: "one JSON object per file per line: path, ok, format, width, height, error"),
+            OptionSpec(name: "--strict", help: "reject bytes after the end marker (IEND, EOI, GIF trailer); default: accept and count them"),
+            OptionSpec(name: "--json", help: "one JSON object per file per line: path, ok, format, width, height, trailing_bytes, error"),
         ],
         positional: 1...Int.max,
-        details: "A file that cannot be read is reported as invalid and the others are still checked.")
+        details: """
+            Files are checked in parallel on all cores; the lines come out in the order the files were given.
+            A file that cannot be read is reported as invalid and the others are still checked.
+            """)
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
-        let validator = ImageValidator()
+        let validator = ImageValidator(limits: arguments.has("--strict") ? .strict : .default)
         let mode: ValidationMode = arguments.has("--deep") ? .deep : .structure
-        var allValid = true
-        for path in arguments.positionals {
-            var object: [String: Any] = ["path": path, "ok": false, "format": NSNull(), "width": NSNull(), "height": NSNull(), "error": NSNull()]
-            let line: String
-            do {
-                let data = try PutCommand.readFile(path)
-                let facts = try validator.validate(data, mode: mode)
-                object.merge(["ok": true, "format": facts.format.rawValue, "width": facts.width, "height": facts.height]) { $1 }
-                line = "\(path): ok, \(facts.format.rawValue) \(facts.width)x\(facts.height)"
-            } catch let failure as CommandFailure {
-                allValid = false
-                object["error"] = failure.message
-                line = "\(path): \(failure.message)"
-            } catch let error as ImageValidationError {
-                allValid = false
-                object["error"] = error.description
-                object["format"] = ImageValidator.sniff((try? PutCommand.readFile(path)) ?? Data()).rawValue
-                line = "\(path): invalid: \(error.description)"
-            } catch {
-                allValid = false
-                object["error"] = "\(error)"
-                line = "\(path): \(error)"
+        let json = arguments.has("--json")
+        let paths = arguments.positionals
+
+        // Each worker files its line under the file's index; whoever completes the next line in order prints
+        // it and every finished line after it, so output is in argument order and streams as files finish.
+        struct Lines { var done: [(line: String, ok: Bool)?]; var printed = 0; var allValid = true }
+        let lines = Mutex(Lines(done: Array(repeating: nil, count: paths.count)))
+        DispatchQueue.concurrentPerform(iterations: paths.count) { index in
+            let result = check(paths[index], validator: validator, mode: mode, json: json)
+            lines.withLock { state in
+                state.done[index] = result
+                while state.printed < state.done.count, let next = state.done[state.printed] {
+                    context.print(next.line)
+                    if !next.ok { state.allValid = false }
+                    state.done[state.printed] = nil   // printed: let the line go
+                    state.printed += 1
+                }
             }
-            context.print(arguments.has("--json") ? Describe.json(object) : line)
         }
-        if !allValid { throw CommandFailure(code: .notFound, message: "some files are not valid images") }
+        if !lines.withLock({ $0.allValid }) { throw CommandFailure(code: .notFound, message: "some files are not valid images") }
+    }
+
+    /// One file's output line and whether it is a valid image.
+    static func check(_ path: String, validator: ImageValidator, mode: ValidationMode, json: Bool) -> (line: String, ok: Bool) {
+        var object: [String: Any] = [
+            "path": path, "ok": false, "format": NSNull(), "width": NSNull(), "height": NSNull(), "trailing_bytes": NSNull(),
+            "error": NSNull(),
+        ]
+        let line: String
+        var ok = false
+        do {
+            let data = try PutCommand.readFile(path)
+            do {
+                let facts = try validator.validate(data, mode: mode)
+                ok = true
+                object.merge([
+                    "ok": true, "format": facts.format.rawValue, "width": facts.width, "height": facts.height,
+                    "trailing_bytes": facts.trailingBytes,
+                ]) { $1 }
+                var notes: [String] = []
+                if facts.trailingBytes > 0 { notes.append("\(facts.trailingBytes) bytes after the end marker") }
+                if mode == .deep && !facts.isDecodedByDeepMode { notes.append("structure only: no decoder for this variant") }
+                line = "\(path): ok, \(facts.format.rawValue) \(facts.width)x\(facts.height)"
+                    + (notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))")
+            } catch {
+                object["error"] = error.description
+                object["format"] = ImageValidator.sniff(data).rawValue
+                line = "\(path): invalid: \(error.description)"
+            }
+        } catch {
+            object["error"] = error.message
+            line = "\(path): \(error.message)"
+        }
+        return (json ? Describe.json(object) : line, ok)
     }
 }

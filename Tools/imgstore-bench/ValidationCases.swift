@@ -12,6 +12,7 @@ enum ValidationCases {
         BenchmarkCase(name: "validate.structure.jpeg") { o in
             validate("validate.structure.jpeg", .jpeg, .structure, checker: ("jpeginfo", []), o)
         },
+        BenchmarkCase(name: "validate.structure.jpeg.entropy") { o in entropyScan("validate.structure.jpeg.entropy", o) },
         BenchmarkCase(name: "validate.deep.png") { o in
             // pngcheck inflates every IDAT and checks the zlib stream: the nearest thing to a decode it offers.
             validate("validate.deep.png", .png, .deep, checker: ("pngcheck", ["-q"]), o)
@@ -44,23 +45,7 @@ enum ValidationCases {
         _ options: BenchmarkOptions
     ) -> [Measurement] {
         let (paths, images) = files(format, options)
-        let validator = ImageValidator()
-        let rounds = options.quick ? 2 : 10
-        var results = [
-            BenchmarkRunner.measure(
-                name, system: "imgstore", threads: 1, opsPerThread: images.count * rounds, batch: 1,
-                repetitions: options.repetitions
-            ) { _, range in
-                var bytes = 0
-                for i in range {
-                    let image = images[i % images.count]
-                    let ok = image.withUnsafeBytes { (try? validator.validate($0, mode: mode)) != nil }
-                    if !ok { fail("\(name): the validator rejected a generated image") }
-                    bytes += image.count
-                }
-                return bytes
-            }
-        ]
+        var results = [measureValidator(name, images, counting: images.map(\.count), rounds: options.quick ? 2 : 10, mode, options)]
         guard let executable = Subprocess.find(checker.tool) else {
             FileHandle.standardError.write(Data("  \(checker.tool) not installed: skipped\n".utf8))
             return results
@@ -81,10 +66,45 @@ enum ValidationCases {
     }
 }
 
+extension ValidationCases {
+    /// Structure mode over the largest JPEGs of the set, counting only their entropy-coded bytes (from the end of
+    /// the first SOS header to EOI): the speed of the walk that looks for markers, the part that grows with the image.
+    static func entropyScan(_ name: String, _ options: BenchmarkOptions) -> [Measurement] {
+        let images = Array(files(.jpeg, options).images.sorted { $0.count > $1.count }.prefix(8))
+        let entropyBytes = images.map { image -> Int in
+            guard let sos = (0..<(image.count - 3)).first(where: { image[$0] == 0xFF && image[$0 + 1] == 0xDA }) else {
+                fail("\(name): a generated JPEG has no scan")
+            }
+            return image.count - 2 - (sos + 2 + (Int(image[sos + 2]) << 8 | Int(image[sos + 3])))
+        }
+        return [measureValidator(name, images, counting: entropyBytes, rounds: options.quick ? 20 : 400, .structure, options)]
+    }
+
+    /// The validator over `images` in memory, `rounds` times each; each validation counts `counting[i]` bytes.
+    static func measureValidator(
+        _ name: String, _ images: [Data], counting: [Int], rounds: Int, _ mode: ValidationMode, _ options: BenchmarkOptions
+    ) -> Measurement {
+        let validator = ImageValidator()
+        return BenchmarkRunner.measure(
+            name, system: "imgstore", threads: 1, opsPerThread: images.count * rounds, batch: 1,
+            repetitions: options.repetitions
+        ) { _, range in
+            var bytes = 0
+            for i in range {
+                let ok = images[i % images.count].withUnsafeBytes { (try? validator.validate($0, mode: mode)) != nil }
+                if !ok { fail("\(name): the validator rejected a generated image") }
+                bytes += counting[i % images.count]
+            }
+            return bytes
+        }
+    }
+}
+
 /// Runs a program with `posix_spawn`, output discarded, and waits for it.
 enum Subprocess {
     static func find(_ tool: String) -> String? {
-        for directory in ["/usr/bin", "/usr/local/bin", "/bin"] where FileManager.default.isExecutableFile(atPath: directory + "/" + tool) {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        for directory in path.split(separator: ":").map(String.init) where FileManager.default.isExecutableFile(atPath: directory + "/" + tool) {
             return directory + "/" + tool
         }
         return nil

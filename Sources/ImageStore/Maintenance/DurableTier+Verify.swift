@@ -51,9 +51,8 @@ extension DurableTier {
                                                 entryKey: keyBytes, fix: .quarantineEntry))
                     }
                 } catch let error as ImageValidationError {
-                    if !(error.kind == .unsupportedByDecoder) {
-                        findings.append(Finding(problem: problem(.invalidImage, record.url, error.description), entryKey: keyBytes, fix: .quarantineEntry))
-                    }
+                    // Deep mode's rule for images it cannot decode (12-bit JPEG …) lives in the validator.
+                    findings.append(Finding(problem: problem(.invalidImage, record.url, error.description), entryKey: keyBytes, fix: .quarantineEntry))
                 }
             }
             if let row = Self.expiryRow(record, key: keyBytes), try txn.get(expiry, key: row) == nil {

@@ -29,12 +29,31 @@ enum Fixtures {
         let inputURL = tmp.appendingPathComponent(UUID().uuidString)
         try Data(input).write(to: inputURL)
         defer { try? FileManager.default.removeItem(at: inputURL) }
-        let result = try ChildProcess.run("/usr/bin/\(tool)", args + [inputURL.path])
+        return try run(tool, args + [inputURL.path])
+    }
+
+    /// Runs `tool args…` (found on PATH), returning stdout. Throws if the tool is missing or fails.
+    static func run(_ tool: String, _ args: [String]) throws -> [UInt8] {
+        let result = try ChildProcess.run(try executable(tool), args)
         guard result.status == 0 else {
-            throw NSError(domain: "Fixtures", code: Int(result.status), userInfo: [NSLocalizedDescriptionKey: "\(tool) \(args) failed"])
+            throw FixtureError(message: "\(tool) \(args) exited with \(result.status): \(result.standardError)")
         }
         return [UInt8](result.standardOutput)
     }
+
+    /// The first of `names` that is an executable on PATH. A missing tool is a failure naming the fix, never a skip.
+    static func executable(_ names: String...) throws -> String {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        for name in names {
+            if name.contains("/") && FileManager.default.isExecutableFile(atPath: name) { return name }
+            for directory in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(directory)/\(name)") {
+                return "\(directory)/\(name)"
+            }
+        }
+        throw FixtureError(message: "\(names.joined(separator: " or ")) not found on PATH; run Tools/install-deps.sh")
+    }
+
+    struct FixtureError: Error, CustomStringConvertible { var message: String; var description: String { message } }
 
     static func cjpeg(_ args: [String], width: Int = 64, height: Int = 48, seed: UInt64 = 1) throws -> [UInt8] {
         try run("cjpeg", args, input: ppm(width: width, height: height, seed: seed))
