@@ -16,6 +16,8 @@ packages=(
   libjpeg-turbo-progs  # cjpeg/djpeg: progressive JPEG fixtures made at test time
   pngcheck             # reference checker (agreement script, benchmark)
   jpeginfo             # reference checker (agreement script, benchmark)
+  xfsprogs             # mkfs.xfs, and xfs_io's shutdown: the power-loss test cuts power with it
+  e2fsprogs            # mkfs.ext4: the power-loss test's other file system
 )
 
 missing=()
