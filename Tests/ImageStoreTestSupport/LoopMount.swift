@@ -37,6 +37,8 @@ public final class LoopMount {
     private let root: String
     private let image: String
     private var isMounted = false
+    /// The loop device of the current mount.
+    private var device: String?
 
     /// Makes a `megabytes`-sized (sparse) image, formats it as `kind`, mounts it, runs `body`,
     /// and always unmounts, detaches the loop device and deletes the image, even on a throw.
@@ -100,12 +102,35 @@ public final class LoopMount {
     /// Every process using files on it must be gone first.
     public func remount() throws {
         try unmount()
+        try detach()
         try mount()
     }
 
+    /// Attaches the image to a new loop device and mounts it, then checks that the file
+    /// system answers. After `umount` returns, the kernel can hold the shut-down superblock
+    /// for a moment longer (measured here: `mount -o loop` then reused its loop device and
+    /// every access gave `EIO`; on a new device xfs refused the "duplicate UUID"), so this
+    /// uses a new loop device and retries the mount for a while.
     private func mount() throws {
-        try Self.run("mount", ["-o", "loop", image, mountPoint])
-        isMounted = true
+        let attached = try Self.run("losetup", ["--find", "--show", image]).output
+        device = attached.trimmingCharacters(in: .whitespacesAndNewlines)
+        var last = ""
+        for _ in 0..<100 where !isMounted {
+            let result = try ChildProcess.run(Self.tool("mount")!, [device!, mountPoint])
+            if result.status == 0 { isMounted = true } else { last = result.standardError; usleep(100_000) }
+        }
+        guard isMounted else { throw LoopMountError(message: "mount \(device!) \(mountPoint) failed: \(last)") }
+        var status = stat()
+        guard stat(mountPoint + "/.", &status) == 0 else {
+            throw LoopMountError(message: "\(kind) on \(device!) does not answer after mounting: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Detaches the loop device of the last mount.
+    private func detach() throws {
+        guard let attached = device else { return }
+        try Self.run("losetup", ["-d", attached])
+        device = nil
     }
 
     /// Unmounts, retrying while a killed process is still letting go of its files.
@@ -121,7 +146,7 @@ public final class LoopMount {
         throw LoopMountError(message: "umount \(mountPoint) failed: \(last)")
     }
 
-    /// Unmounts, detaches every loop device still backed by the image, deletes everything.
+    /// Unmounts, detaches every loop device backed by the image, deletes everything.
     private func tearDown() {
         do { try unmount() } catch {
             // Last resort, so no mount outlives the test; the failure is still reported.

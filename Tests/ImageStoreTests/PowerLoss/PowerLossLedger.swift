@@ -107,9 +107,10 @@ struct PowerLossLedger {
         let required = max(durableCount, promised)
         if kept < required {
             let first = ops[kept]
+            let when = first.acknowledged.map { Self.describe(Int64(bitPattern: cut &- $0)) } ?? "not acknowledged"
             verdict.problems.append("\(store): lost acknowledged writes: it holds the state after \(kept) of \(ops.count) ops, "
                 + "but the first \(required) were promised (\(durableCount) by a checkpoint); first lost: op \(first.index) "
-                + "\(first.isPut ? "put" : "rm") \(first.url)")
+                + "\(first.isPut ? "put" : "rm") \(first.url), acknowledged \(when)")
         }
         verdict.lostAcknowledged = ops[kept...].filter { ($0.acknowledged ?? .max) < cut }.count
         for op in ops[..<kept] where op.isPut {
@@ -118,6 +119,12 @@ struct PowerLossLedger {
             }
         }
         return verdict
+    }
+
+    /// "N ms before the cut" (or after, for a negative `nanoseconds`).
+    static func describe(_ nanoseconds: Int64) -> String {
+        let milliseconds = Double(nanoseconds) / 1e6
+        return milliseconds >= 0 ? "\(milliseconds) ms before the cut" : "\(-milliseconds) ms after the cut"
     }
 
     /// CLOCK_MONOTONIC in nanoseconds, the writer's clock.
