@@ -45,13 +45,16 @@ enum StoreCreation {
         }
     }
 
-    /// Removes a blank data file (and LMDB's lock file) so the store is created afresh.
+    /// Removes an all-zero data file, which LMDB would refuse as invalid, so the store is
+    /// created afresh. An empty one is left alone: LMDB initialises it as a new file, and a
+    /// process creating the store at this moment has just made it. (`lock.mdb` is never
+    /// touched: another process may be using it.)
     /// - Throws: `notWritable` when it cannot be removed.
     static func discardBlankDataFile(in path: String) throws(ImageStoreError) {
-        for name in ["data.mdb", "lock.mdb"] where FileManager.default.fileExists(atPath: path + "/" + name) {
-            do { try FileManager.default.removeItem(atPath: path + "/" + name) } catch {
-                throw .notWritable(path: path, reason: "its empty data file from an unfinished creation cannot be removed (\(error.localizedDescription))")
-            }
+        let file = path + "/data.mdb"
+        guard let size = (try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int, size > 0 else { return }
+        do { try FileManager.default.removeItem(atPath: file) } catch {
+            throw .notWritable(path: path, reason: "its all-zero data file from an unfinished creation cannot be removed (\(error.localizedDescription))")
         }
     }
 

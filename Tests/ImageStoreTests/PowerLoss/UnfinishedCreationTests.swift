@@ -80,10 +80,7 @@ import Testing
                 try environment.write { txn in _ = try txn.delete(meta, key: Array("format".utf8)) }
                 try environment.sync()
             }
-            let error = try #require(throws: ImageStoreError.self) { try ImageStore(path: directory, configuration: LogTest.configuration()) }
-            guard case .corruptStore = error else { Issue.record("expected corruptStore, got \(error)"); return }
-            #expect(!error.description.contains("empty or new directory"), "\(error)")
-            #expect(error.description.contains("format record"), "\(error)")
+            try expectDamagedNotForeign(directory, saying: "format record")
         }
     }
 
@@ -91,10 +88,7 @@ import Testing
         try withTemporaryDirectory { directory in
             try makeCrashedStore(at: directory, count: 2)
             try replaceDataFile(in: directory) { try makeForeignEnvironment(directory) }
-            let error = try #require(throws: ImageStoreError.self) { try ImageStore(path: directory, configuration: LogTest.configuration()) }
-            guard case .corruptStore = error else { Issue.record("expected corruptStore, got \(error)"); return }
-            #expect(!error.description.contains("empty or new directory"), "\(error)")
-            #expect(error.description.contains("log segment"), "\(error)")
+            try expectDamagedNotForeign(directory, saying: "log segment")
         }
     }
 
@@ -108,6 +102,21 @@ import Testing
     }
 
     // MARK: - Helpers
+
+    /// Opening `directory` fails with `corruptStore` whose message mentions `words` and never
+    /// advises an empty directory.
+    private func expectDamagedNotForeign(_ directory: String, saying words: String,
+                                         sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let error = try #require(throws: ImageStoreError.self, sourceLocation: sourceLocation) {
+            try ImageStore(path: directory, configuration: LogTest.configuration())
+        }
+        guard case .corruptStore = error else {
+            Issue.record("expected corruptStore, got \(error)", sourceLocation: sourceLocation)
+            return
+        }
+        #expect(!error.description.contains("empty or new directory"), "\(error)", sourceLocation: sourceLocation)
+        #expect(error.description.contains(words), "\(error)", sourceLocation: sourceLocation)
+    }
 
     /// Replaces the store's data file (and LMDB's lock file) with what `make` leaves.
     private func replaceDataFile(in directory: String, _ make: () throws -> Void) throws {
