@@ -18,6 +18,8 @@ packages=(
   jpeginfo             # reference checker (agreement script, benchmark)
   imagemagick          # convert: YCCK JPEG fixtures (ImageValidationTests), found on PATH
   python3-pil          # Pillow: CMYK JPEG fixtures, for Debian's python3
+  xfsprogs             # mkfs.xfs, and xfs_io's shutdown: the power-loss test cuts power with it
+  e2fsprogs            # mkfs.ext4: the power-loss test's other file system
 )
 
 missing=()

@@ -63,12 +63,17 @@ public enum ChildProcess {
         private let output = ByteBuffer()
         private let finished = DispatchSemaphore(value: 0)
         private let exit = LockedValue<Int32?>(nil)
+        /// The write end of the child's stdin, when it was started `withInput`.
+        private let input: Pipe2?
 
-        public init(_ executable: String, _ arguments: [String]) throws {
+        /// Starts `executable`; `withInput` gives it a pipe as stdin (see `send`), else /dev/null.
+        public init(_ executable: String, _ arguments: [String], withInput: Bool = false) throws {
             let pipe = try Pipe2()
+            input = withInput ? try Pipe2() : nil
             // The child's stderr goes to the test's, so a child that fails says why in the log.
             processIdentifier = try spawn(executable, arguments, environment: nil, currentDirectory: nil,
-                                          stdin: nil, stdout: pipe.write, stderr: 2)
+                                          stdin: input?.read, stdout: pipe.write, stderr: 2)
+            input?.closeRead()
             pipe.closeWrite()
             let fd = pipe.takeRead()  // the reader thread owns and closes it
             Thread.detachNewThread { [output, finished] in
@@ -84,6 +89,19 @@ public enum ChildProcess {
             }
         }
 
+        /// Writes `text` to the child's stdin (started `withInput`); `close` ends its input.
+        public func send(_ text: String, close: Bool = false) {
+            guard let input else { preconditionFailure("the child was started without input") }
+            Data(text.utf8).withUnsafeBytes { writeAll(input.write, $0) }
+            if close { input.closeWrite() }
+        }
+
+        /// Waits for the child to exit by itself; returns its status (nil after `timeout`).
+        public func waitForExit(timeout: TimeInterval = 60) -> Int32? {
+            _ = wait(timeout: timeout) { _ in !isRunning }
+            return exit.withLock { $0 }
+        }
+
         /// Everything printed so far.
         public var text: String { String(decoding: output.data, as: UTF8.self) }
 
@@ -93,7 +111,7 @@ public enum ChildProcess {
                 if status != nil { return false }
                 var raw: Int32 = 0
                 if waitpid(processIdentifier, &raw, WNOHANG) == processIdentifier {
-                    status = raw
+                    status = ChildProcess.exitStatus(raw)
                     return false
                 }
                 return true
@@ -102,10 +120,15 @@ public enum ChildProcess {
 
         /// Waits until the output contains `line` (or the child exits). Returns whether it did.
         public func wait(for line: String, timeout: TimeInterval = 60) -> Bool {
+            wait(timeout: timeout) { $0.contains(line) }
+        }
+
+        /// Waits until `done` holds for the output so far (or the child exits). Returns whether it did.
+        public func wait(timeout: TimeInterval = 60, until done: (String) -> Bool) -> Bool {
             let deadline = Date(timeIntervalSinceNow: timeout)
             while Date() < deadline {
-                if text.contains(line) { return true }
-                if !isRunning { usleep(20_000); return text.contains(line) }
+                if done(text) { return true }
+                if !isRunning { usleep(20_000); return done(text) }
                 usleep(2000)
             }
             return false
@@ -117,7 +140,7 @@ public enum ChildProcess {
             exit.withLock { status in
                 guard status == nil else { return }
                 Glibc.kill(processIdentifier, SIGKILL)
-                status = waitForExit(processIdentifier)
+                status = ChildProcess.waitForExit(processIdentifier)
             }
             finished.wait()
             finished.signal()  // later calls return at once
@@ -175,6 +198,11 @@ public enum ChildProcess {
     static func waitForExit(_ pid: pid_t) -> Int32 {
         var raw: Int32 = 0
         while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
+        return exitStatus(raw)
+    }
+
+    /// A `waitpid` status as an exit status (128 + the signal when killed by one).
+    static func exitStatus(_ raw: Int32) -> Int32 {
         let signal = raw & 0x7F
         return signal == 0 ? (raw >> 8) & 0xFF : 128 + signal
     }

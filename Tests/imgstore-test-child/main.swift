@@ -13,6 +13,11 @@ import LMDB
 //        LMDB, so everything stays in the write-ahead log
 //   imgstore-test-child put-forever DIR THREADS MODE SEED
 //        put entries from THREADS threads until killed, printing "acked URL SIZE CHECKSUM"
+//   imgstore-test-child power-loss DIR WORKLOAD MODE SEED
+//        the power-loss test's writer (`PowerLossWorkload.swift`); runs until killed
+//   imgstore-test-child inspect DIR
+//        opens DIR with the default configuration, prints "entry URL CHECKSUM" for each entry
+//        it reads back whole, "problem …" for what verify finds, then closes it and exits
 //
 // Entry n's bytes are deterministic (`blob(n, seed)`), and every "acked" line carries the
 // bytes' XXH3, which the store's entry info reports back, so the parent can check contents.
@@ -88,6 +93,20 @@ do {
                 n += 1
             }
         }
+    case ("inspect", 2):
+        let store = try ImageStore(path: arguments[1])
+        for entry in try store.entries() {
+            guard let image = try store.get(entry.url), image.data.count == entry.byteCount else {
+                say("problem \(entry.url) is listed but does not read back whole")
+                continue
+            }
+            say("entry \(entry.url) \(image.info.checksum)")
+        }
+        for problem in try store.verify().unrepaired { say("problem \(problem)") }
+        store.close()
+    case ("power-loss", 5):
+        var workload = PowerLossWorkload(directory: arguments[1], mode: arguments[3], seed: UInt64(arguments[4])!)
+        workload.run(arguments[2])
     default:
         FileHandle.standardError.write(Data("usage: see Tests/imgstore-test-child/main.swift\n".utf8))
         exit(64)

@@ -33,13 +33,22 @@ final class DurableTier: Sendable {
 
     // MARK: - Opening
 
-    /// Opens the store directory at `path`, creating it (and the store) when missing.
-    /// - Throws: `notADirectory`, `notWritable`, `notAStore`, `newerFormat`, `corruptStore`.
+    /// Opens the store directory at `path`, creating it (and the store) when missing, or
+    /// finishing a creation a crash cut off (`StoreCreation`). A created store is durable
+    /// before this returns.
+    /// - Throws: `notADirectory`, `notWritable`, `notAStore` (nothing of imgstore's is there),
+    ///   `newerFormat`, `corruptStore` (imgstore's databases or log without its format record),
+    ///   `storage` (a read-only open of an unfinished creation with a log; a failed sync).
     static func open(path: String, configuration: ImageStore.Configuration) throws(ImageStoreError) -> DurableTier {
         let readOnly = configuration.readOnly
-        let isNew = !FileManager.default.fileExists(atPath: path + "/data.mdb")
+        let dataFile = StoreCreation.dataFile(in: path)
+        var isNew = dataFile != .present
         if isNew, let found = StoreDirectory.describeForeignContents(path) {
             throw .notAStore(path: path, found: found)
+        }
+        if dataFile == .blank {
+            if readOnly { throw StoreCreation.unfinished(path: path) }
+            try StoreCreation.discardBlankDataFile(in: path)
         }
         if isNew && readOnly { throw .notAStore(path: path, found: "no store yet (read-only opens do not create one)") }
         var options = EnvironmentOptions()
@@ -62,12 +71,18 @@ final class DurableTier: Sendable {
             throw .from(error, path: path, operation: "opening the LMDB environment", maxMapSize: options.maxMapSize)
         }
         do {
+            // A creation cut off after LMDB wrote its empty meta pages: nothing to lose, redo it.
+            if !isNew, try StoreCreation.isUncommitted(environment) {
+                if readOnly { throw StoreCreation.unfinished(path: path) }
+                isNew = true
+            }
             let databases: [Database]
             if readOnly {
                 databases = try environment.read { txn in try openDatabases(txn, isNew: isNew, readOnly: readOnly, path: path) }
             } else {
                 databases = try environment.write { txn in try openDatabases(txn, isNew: isNew, readOnly: readOnly, path: path) }
             }
+            if isNew { try StoreCreation.makeDurable(environment, path: path, fileSystem: configuration.logFileSystem) }
             return DurableTier(environment: environment, path: path, maxMapSize: options.maxMapSize,
                                databases: databases, keyHasher: configuration.keyHasher)
         } catch {
@@ -81,12 +96,13 @@ final class DurableTier: Sendable {
         do {
             meta = try txn.openDatabase(named: StoreFormat.metaDatabase, create: isNew)
         } catch LMDBError.notFound {
-            throw ImageStoreError.notAStore(path: path, found: "an LMDB database without imgstore's metadata")
+            throw StoreCreation.missingMetadata(txn, path: path, found: "no `meta` database",
+                                                foreign: "an LMDB database without imgstore's metadata")
         }
         if isNew {
             try txn.put(meta, key: StoreFormat.formatKey, value: StoreFormat.formatRecord)
         } else {
-            try checkFormat(txn.get(meta, key: StoreFormat.formatKey), path: path)
+            try checkFormat(txn.get(meta, key: StoreFormat.formatKey), txn, path: path)
         }
         do {
             let entries = try txn.openDatabase(named: StoreFormat.entriesDatabase, create: !readOnly)
@@ -100,10 +116,14 @@ final class DurableTier: Sendable {
         }
     }
 
-    private static func checkFormat(_ record: UnsafeRawBufferPointer?, path: String) throws(ImageStoreError) {
+    private static func checkFormat(_ record: UnsafeRawBufferPointer?, _ txn: borrowing Transaction,
+                                    path: String) throws(ImageStoreError) {
         guard let record, record.count == StoreFormat.magic.count + 4,
               Array(record.prefix(StoreFormat.magic.count)) == StoreFormat.magic
-        else { throw .notAStore(path: path, found: "an LMDB database whose format record is not imgstore's") }
+        else {
+            throw StoreCreation.missingMetadata(txn, path: path, found: record == nil ? "no format record" : "a format record that is not imgstore's",
+                                                foreign: "an LMDB database whose format record is not imgstore's")
+        }
         let version = ByteReader(bytes: record).integer(at: StoreFormat.magic.count, as: UInt32.self)!
         guard version <= StoreFormat.version else {
             throw .newerFormat(path: path, found: version, supported: StoreFormat.version)

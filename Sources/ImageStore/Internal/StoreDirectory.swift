@@ -9,15 +9,28 @@ enum StoreDirectory {
     static let storeFiles: Set<String> = ["data.mdb", "lock.mdb", "writer.lock"]
 
     /// Makes sure `path` is a writable directory, creating it (and its parents) when missing.
-    static func prepare(_ path: String) throws(ImageStoreError) {
+    /// Directories it creates are made durable (each parent is fsynced), so a power cut cannot
+    /// take away a store that was already written to.
+    static func prepare(_ path: String, fileSystem: any LogFileSystem = PosixLogFileSystem()) throws(ImageStoreError) {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else { throw .notADirectory(path: path) }
         } else {
+            // The directories about to be created, outermost first.
+            var created = [URL(fileURLWithPath: path).standardizedFileURL]
+            while case let parent = created[0].deletingLastPathComponent(), parent.path != created[0].path,
+                  !FileManager.default.fileExists(atPath: parent.path) {
+                created.insert(parent, at: 0)
+            }
             do {
                 try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
             } catch {
                 throw .notWritable(path: path, reason: "it does not exist and cannot be created (\(describe(error)))")
+            }
+            for directory in created {
+                do { try fileSystem.syncDirectory(directory.deletingLastPathComponent().path) } catch {
+                    throw .storage(path: path, detail: "syncing the directory that holds the new store failed: \(error)")
+                }
             }
         }
         guard access(path, W_OK | X_OK) == 0 else {
@@ -33,6 +46,13 @@ enum StoreDirectory {
         guard !names.isEmpty else { return nil }
         let shown = names.prefix(3).joined(separator: ", ")
         return names.count == 1 ? "a file named \(shown)" : "\(names.count) files such as \(shown)"
+    }
+
+    /// The write-ahead log segments (not spares) in the store directory at `path`, by name.
+    /// An unreadable directory lists none; opening reports that itself.
+    static func logSegments(in path: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [])
+            .filter { $0.hasPrefix("wal-") && !$0.hasPrefix("wal-spare-") }.sorted()
     }
 
     private static func describe(_ error: any Error) -> String {

@@ -88,6 +88,15 @@
 //
 // A directory is a store when its LMDB environment holds a `meta` database whose `format`
 // record starts with `IMGSTORE`. A newer version than `StoreFormat.version` is refused.
+//
+// ## Creation (`StoreCreation.swift`)
+//
+// One transaction creates every database and the format record; LMDB is then synced with its
+// meta page and the directory fsynced, before the store is used. A data file that is empty,
+// all zero bytes, or that no transaction ever committed to is a creation a crash cut off: it
+// holds nothing, and opening creates the store in it (then replays the log, if any). A data
+// file with imgstore's databases but no format record, or with log segments beside it, is a
+// damaged store (`corruptStore`), never a foreign one.
 
 /// Constants of the on-disk format described above.
 enum StoreFormat {
@@ -101,6 +110,8 @@ enum StoreFormat {
     static let expiryDatabase = "expiry"
     static let accessDatabase = "access"
     static let quarantineDatabase = "quarantine"
+    /// Every database but `meta`, in the order they are opened.
+    static let dataDatabases = [entriesDatabase, blobsDatabase, expiryDatabase, accessDatabase, quarantineDatabase]
 
     static let formatKey: [UInt8] = Array("format".utf8)
     static let logicalBytesKey: [UInt8] = Array("logical-bytes".utf8)
