@@ -320,12 +320,6 @@ package final class Environment: Sendable {
         return Int(dead)
     }
 
-    /// Copies the environment to the empty directory `path` (`mdb_env_copy2`), with
-    /// `compact`, omitting free pages. The copy is not fsynced: the caller does that.
-    package func copy(to path: String, compact: Bool) throws(LMDBError) {
-        try gate.shared { () throws(LMDBError) in try check(mdb_env_copy2(handle, path, compact ? UInt32(MDB_CP_COMPACT) : 0)) }
-    }
-
     /// Copies the environment into the open, empty file `fd` (`mdb_env_copyfd2`), with
     /// `compact`, omitting free pages. The copy is not fsynced: the caller does that.
     package func copy(toDescriptor fd: Int32, compact: Bool) throws(LMDBError) {
