@@ -56,7 +56,8 @@ extension ImageStore {
         public var sweepBatchSize = 256
         /// The disk budget: bytes of LMDB pages the entries may occupy; nil for no budget.
         /// When exceeded, the least recently used entries are evicted down to
-        /// `diskBudgetLowWatermark` of it. Default nil.
+        /// `diskBudgetLowWatermark` of it. The quarantine (what `verify --repair` set aside) is
+        /// not counted and never evicted: it stays until purged. Default nil.
         public var maxDiskBytes: Int?
         /// The fraction of `maxDiskBytes` eviction brings the store down to. Default 0.9.
         public var diskBudgetLowWatermark = 0.9

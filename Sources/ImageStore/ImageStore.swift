@@ -95,6 +95,10 @@ public final class ImageStore: Sendable {
         self.validator = ImageValidator(limits: configuration.rejectTrailingBytes ? .strict : .default)
         self.identity = identity
         normalizer = URLNormalizer(maxBytes: configuration.maxURLBytes)
+        if writes != nil {
+            // Under the writer lock, which every compaction holds.
+            do { try CompactionLeftovers.remove(forStoreAt: path) } catch { close(); throw error }
+        }
     }
 
     deinit { close() }

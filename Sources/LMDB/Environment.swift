@@ -18,10 +18,13 @@ import Darwin
 /// the same directory (matched by device and inode, not by spelling) while it is alive,
 /// because opening the same file twice in one process breaks LMDB's locks.
 package final class Environment: Sendable {
-    /// `MDB_env*`. LMDB allows concurrent use of the handle from many threads with `MDB_NOTLS`.
+    /// `MDB_env*`, nil once lost (a reopen in `replaceDataFile` failed). LMDB allows concurrent
+    /// use of the handle from many threads with `MDB_NOTLS`.
     /// Invariant: read only while holding `gate` (shared or exclusive), and replaced only while
     /// holding it exclusively (`replaceDataFile`), so no call can see a closed handle.
-    nonisolated(unsafe) private(set) var handle: OpaquePointer
+    nonisolated(unsafe) private var storedHandle: OpaquePointer?
+    /// `lock.mdb`, held open to probe LMDB's lock on it (`LockFile`); nil when read-only.
+    private let lockFile: LockFile?
     /// The directory this environment was opened at.
     package let path: String
     package let options: EnvironmentOptions
@@ -30,8 +33,9 @@ package final class Environment: Sendable {
     private let currentMapSize: LockedValue<Int>
     private let identity: FileIdentity
 
-    private init(handle: OpaquePointer, path: String, options: EnvironmentOptions, identity: FileIdentity) {
-        self.handle = handle
+    private init(handle: OpaquePointer, lockFile: LockFile?, path: String, options: EnvironmentOptions, identity: FileIdentity) {
+        self.storedHandle = handle
+        self.lockFile = lockFile
         self.path = path
         self.options = options
         self.identity = identity
@@ -45,7 +49,17 @@ package final class Environment: Sendable {
         // cannot create its environment before this one has released LMDB's locks.
         Environment.registry.withLock { open in
             if open[identity]?.environment == nil { open[identity] = nil }
-            mdb_env_close(handle)
+            if let storedHandle { mdb_env_close(storedHandle) }
+            lockFile?.close()  // after mdb_env_close: closing it earlier would drop LMDB's lock
+        }
+    }
+
+    /// The open `MDB_env*`.
+    /// - Throws: `LMDBError.lost` once a reopen failed, instead of using a freed environment.
+    private var handle: OpaquePointer {
+        get throws(LMDBError) {
+            guard let storedHandle else { throw LMDBError.lost }
+            return storedHandle
         }
     }
 
@@ -67,22 +81,66 @@ package final class Environment: Sendable {
     private static func makeEnvironment(
         path: String, options: EnvironmentOptions, identity: FileIdentity
     ) throws(LMDBError) -> Environment {
-        Environment(handle: try makeHandle(path: path, options: options, mapSize: options.initialMapSize),
-                    path: path, options: options, identity: identity)
+        let handle = try makeHandle(path: path, options: options, mapSize: options.initialMapSize)
+        var lockFile: LockFile?
+        if !options.readOnly {
+            do { lockFile = try LockFile(directory: path) } catch {
+                mdb_env_close(handle)
+                throw error
+            }
+        }
+        return Environment(handle: handle, lockFile: lockFile, path: path, options: options, identity: identity)
     }
 
-    /// Creates and opens an `MDB_env*`, clearing stale reader slots.
+    /// Creates and opens an `MDB_env*` on the data file now at `path/data.mdb`, clearing stale
+    /// reader slots.
+    ///
+    /// An `MDB_RDONLY` open opens `data.mdb` *before* it waits for its lock on `lock.mdb`
+    /// (mdb.c, `mdb_env_open`), so it can end up holding the file a compaction of another
+    /// process has just renamed away, and would read that frozen file for ever. Once open, it
+    /// holds its shared lock, and no compaction can replace the file until it closes
+    /// (`LockFile`), so comparing the open file with the named one once is enough; on a
+    /// mismatch it opens again.
     private static func makeHandle(path: String, options: EnvironmentOptions, mapSize: Int) throws(LMDBError) -> OpaquePointer {
+        for _ in 0..<100 {
+            let env = try openHandle(path: path, options: options, mapSize: mapSize)
+            do {
+                if try isCurrentDataFile(env, path: path) { return env }
+            } catch {
+                mdb_env_close(env)
+                throw error
+            }
+            mdb_env_close(env)
+        }
+        throw LMDBError.busy
+    }
+
+    /// Whether the data file `env` has open is the one at `path/data.mdb` (same device and inode).
+    private static func isCurrentDataFile(_ env: OpaquePointer, path: String) throws(LMDBError) -> Bool {
+        var fd: mdb_filehandle_t = -1
+        try check(mdb_env_get_fd(env, &fd))
+        var opened = stat()
+        guard fstat(fd, &opened) == 0 else { throw LMDBError(code: errno) }
+        guard let named = FileIdentity(path: path + "/data.mdb") else { return false }
+        return named == FileIdentity(device: UInt64(opened.st_dev), inode: UInt64(opened.st_ino))
+    }
+
+    private static func openHandle(path: String, options: EnvironmentOptions, mapSize: Int) throws(LMDBError) -> OpaquePointer {
         var env: OpaquePointer?
         try check(mdb_env_create(&env))
         guard let env else { throw LMDBError(code: ENOMEM) }
-        do {
+        do throws(LMDBError) {
             try check(mdb_env_set_maxreaders(env, options.maxReaders))
             try check(mdb_env_set_maxdbs(env, options.maxDatabases))
             try check(mdb_env_set_mapsize(env, mapSize))
             try check(mdb_env_open(env, path, options.flags, mdb_mode_t(options.fileMode)))
+            // LMDB opens the data file without close-on-exec: every process this one spawns
+            // would hold it open (and keep a replaced file, or a mount, busy).
+            var fd: mdb_filehandle_t = -1
+            try check(mdb_env_get_fd(env, &fd))
+            guard fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC) == 0 else { throw LMDBError(code: errno) }
             var dead: Int32 = 0
-            try check(mdb_reader_check(env, &dead))
+            if options.clearsStaleReaders { try check(mdb_reader_check(env, &dead)) }
         } catch {
             mdb_env_close(env)
             throw error
@@ -90,30 +148,51 @@ package final class Environment: Sendable {
         return env
     }
 
+    /// The pid of another process that has this environment open, idle or not, read-only or
+    /// not, or nil when this process is its only user (`LockFile`). Stale reader slots of dead
+    /// processes do not count: a dead process holds no lock.
+    package func otherProcess() throws(LMDBError) -> pid_t? {
+        guard let lockFile else { preconditionFailure("probing the lock of a read-only environment") }
+        return try lockFile.otherHolder()
+    }
+
     /// Swaps in a new data file (a compacted copy) while no transaction of this process is
-    /// open: closes the environment, renames `file` over `data.mdb`, fsyncs the directory,
-    /// reopens, and lets `reopenDatabases` open the named databases again in a write
-    /// transaction (in the order they were first opened, so their handles stay the same).
+    /// open and no other process has the environment open: closes the environment, takes
+    /// LMDB's lock on `lock.mdb` exclusively, lets `install` rename the new file over
+    /// `data.mdb` (and make that durable), reopens (which resets the lock region for the new
+    /// file) and lets `reopenDatabases` open the named databases again in a write transaction,
+    /// in the order they were first opened, so their handles stay the same.
     ///
-    /// The caller makes sure no other process has the environment open and that `file` is a
-    /// valid, synced LMDB data file. Readers of this process wait at the gate meanwhile.
-    package func replaceDataFile<R>(with file: String, reopenDatabases: (borrowing Transaction) throws -> R) throws -> R {
-        try gate.exclusive { () throws -> R in
+    /// Readers of this process wait at the gate meanwhile; other processes that open the
+    /// environment meanwhile wait in `mdb_env_open` and then see the new file.
+    ///
+    /// What a throw leaves: `LMDBError.busy` when another process has the environment open
+    /// (checked before closing and again, race-free, after): nothing was installed. When
+    /// `install` throws, whatever it left at `data.mdb` is reopened and its error rethrown.
+    /// When even the reopen fails, the environment is lost: every later call throws
+    /// `LMDBError.lost` (the file on disk is whole; open the environment again).
+    package func replaceDataFile<R>(install: () throws -> Void, reopenDatabases: (borrowing Transaction) throws -> R) throws -> R {
+        guard let lockFile else { preconditionFailure("replacing the data file of a read-only environment") }
+        return try gate.exclusive { () throws -> R in
+            guard try lockFile.otherHolder() == nil else { throw LMDBError.busy }
             let mapSize = currentMapSize.withLock { $0 }
-            mdb_env_close(handle)
-            guard rename(file, path + "/data.mdb") == 0 else {
-                let code = errno
-                handle = try Self.makeHandle(path: path, options: options, mapSize: mapSize)  // carry on with the old file
-                throw LMDBError(code: code)
+            mdb_env_close(try handle)
+            storedHandle = nil
+            var failure: (any Error)?
+            do {
+                // Another process may have opened it since the check: then it keeps the old file.
+                guard try lockFile.lockExclusively() else { throw LMDBError.busy }
+                try install()
+            } catch {
+                failure = error
             }
-            let directory = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-            if directory >= 0 { fsync(directory); Glibc.close(directory) }
-            handle = try Self.makeHandle(path: path, options: options, mapSize: mapSize)
+            storedHandle = try Self.makeHandle(path: path, options: options, mapSize: mapSize)
             var raw: OpaquePointer?
-            try check(mdb_txn_begin(handle, nil, 0, &raw))
+            try check(mdb_txn_begin(try handle, nil, 0, &raw))
             let transaction = Transaction(handle: raw!)
             let result = try reopenDatabases(transaction)
             try transaction.commit()
+            if let failure { throw failure }
             return result
         }
     }
@@ -241,16 +320,16 @@ package final class Environment: Sendable {
         return Int(dead)
     }
 
-    /// Copies the environment to the empty directory `path` (`mdb_env_copy2`), with
+    /// Copies the environment into the open, empty file `fd` (`mdb_env_copyfd2`), with
     /// `compact`, omitting free pages. The copy is not fsynced: the caller does that.
-    package func copy(to path: String, compact: Bool) throws(LMDBError) {
-        try gate.shared { () throws(LMDBError) in try check(mdb_env_copy2(handle, path, compact ? UInt32(MDB_CP_COMPACT) : 0)) }
+    package func copy(toDescriptor fd: Int32, compact: Bool) throws(LMDBError) {
+        try gate.shared { () throws(LMDBError) in try check(mdb_env_copyfd2(handle, fd, compact ? UInt32(MDB_CP_COMPACT) : 0)) }
     }
 
     /// The flags the environment was actually opened with (`mdb_env_get_flags`).
     package var flags: UInt32 {
         var flags: UInt32 = 0
-        gate.shared { mdb_env_get_flags(handle, &flags) }
+        gate.shared { if let storedHandle { mdb_env_get_flags(storedHandle, &flags) } }
         return flags
     }
 
@@ -259,7 +338,8 @@ package final class Environment: Sendable {
         final class Lines { var lines: [String] = [] }
         let lines = Lines()
         withExtendedLifetime(lines) { gate.shared {
-            _ = mdb_reader_list(handle, { message, context in
+            guard let storedHandle else { return }
+            _ = mdb_reader_list(storedHandle, { message, context in
                 let lines = Unmanaged<Lines>.fromOpaque(context!).takeUnretainedValue()
                 lines.lines.append(String(cString: message!))
                 return 0

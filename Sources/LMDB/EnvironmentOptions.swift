@@ -17,6 +17,9 @@ package struct EnvironmentOptions: Sendable, Hashable {
     package var noMetaSync = false
     /// `MDB_RDONLY`: open for reading only (admin tools inspecting a live store).
     package var readOnly = false
+    /// Clear reader slots of dead processes when opening (`mdb_reader_check`). Off only for
+    /// tools that show the reader table as it is (`imgstore-admin readers`).
+    package var clearsStaleReaders = true
     /// Permissions of files LMDB creates.
     package var fileMode: UInt32 = 0o644
 

@@ -137,6 +137,57 @@ import Testing
         }
     }
 
+    // MARK: - Replacing the data file
+
+    /// When the reopen after the swap fails, the environment must not keep the freed handle
+    /// (the next transaction was a use-after-free): every call throws `lost` instead.
+    @Test func aFailedReopenAfterTheSwapLeavesNoDanglingHandle() throws {
+        try withTemporaryDirectory { directory throws in
+            let environment = try open(directory)
+            let db = try environment.openDatabase(named: "t")
+            try environment.write { txn throws in try txn.put(db, key: [1], value: [2]) }
+            let garbage = directory + "/garbage"
+            try Data(repeating: 0xAB, count: 1 << 16).write(to: URL(fileURLWithPath: garbage))
+            #expect(throws: LMDBError.invalid) {
+                try environment.replaceDataFile(install: { rename(garbage, directory + "/data.mdb") }) { _ in }
+            }
+            #expect(throws: LMDBError.lost) { try environment.read { _ in } }
+            #expect(throws: LMDBError.lost) { try environment.write { _ in } }
+            #expect(throws: LMDBError.lost) { try environment.statistics() }
+            #expect(environment.readerTable() == [])
+        }
+    }
+
+    /// The lock probe sees a process that has the environment open without a transaction
+    /// (invisible in the reader table under MDB_NOTLS), and never this process itself.
+    @Test func theLockProbeSeesAnIdleProcessButNotThisOne() throws {
+        try withTemporaryDirectory { directory throws in
+            let environment = try open(directory)
+            #expect(try environment.otherProcess() == nil)
+            let idle = try ChildProcess.Collecting(ChildProcess.product("imgstore-test-child"), ["hold-open", directory])
+            defer { idle.kill() }
+            #expect(idle.wait(for: "ready"))
+            #expect(environment.readerTable() == [], "idle: no reader slot")
+            #expect(try environment.otherProcess() == idle.processIdentifier)
+            #expect(throws: LMDBError.busy) { try environment.replaceDataFile(install: {}) { _ in } }
+            try environment.read { _ in }  // still usable
+            idle.kill()
+            #expect(try environment.otherProcess() == nil)
+        }
+    }
+
+    /// LMDB opens data.mdb without close-on-exec, so every process spawned later held the
+    /// file open: a replaced data file stayed alive in it, and a mount stayed busy.
+    @Test func aSpawnedProcessDoesNotInheritTheDataFile() throws {
+        try withTemporaryDirectory { directory throws in
+            let environment = try open(directory)
+            let listing = try ChildProcess.run("/usr/bin/env", ["ls", "-l", "/proc/self/fd/"])
+            #expect(listing.status == 0)
+            #expect(!listing.output.contains(directory), "\(listing.output)")
+            withExtendedLifetime(environment) {}
+        }
+    }
+
     // MARK: - Readers
 
     @Test func readerSlotsOfKilledProcessesAreClearedOnOpen() throws {

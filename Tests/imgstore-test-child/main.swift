@@ -8,6 +8,12 @@ import LMDB
 //
 //   imgstore-test-child hold-reader DIR             begin an LMDB read transaction on DIR
 //   imgstore-test-child hold-writer DIR             open DIR as the store's writer
+//   imgstore-test-child hold-open DIR               open DIR's LMDB environment, idle (no transaction)
+//   imgstore-test-child hold-read-only DIR          open DIR as a read-only store, idle
+//   imgstore-test-child read-loop DIR COUNT
+//        open DIR read-only, check entries 0..<COUNT of `put` (twice) and that the open data
+//        file was not replaced, close, again until killed, printing "round N" after each; on
+//        a wrong or missing entry or a replaced file print "bad …" and exit 1
 //   imgstore-test-child put DIR COUNT MODE [keep-log]
 //        put COUNT entries (MODE: sync, batched, none); with keep-log, nothing is applied to
 //        LMDB, so everything stays in the write-ahead log
@@ -43,13 +49,20 @@ func durability(_ name: String) -> Durability {
     }
 }
 
-func open(_ directory: String, keepLog: Bool = false) throws -> ImageStore {
+func open(_ directory: String, keepLog: Bool = false, readOnly: Bool = false) throws -> ImageStore {
     var configuration = ImageStore.Configuration()
+    configuration.readOnly = readOnly
     configuration.validation = .none
     configuration.logSegmentBytes = 256 << 10
     configuration.initialMapSize = 1 << 20
     configuration.applyLog = !keepLog
     return try ImageStore(path: directory, configuration: configuration)
+}
+
+/// Where this process's descriptors point (`/proc/self/fd`), as "FD:TARGET".
+func openFiles() -> [String] {
+    let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return fds.compactMap { fd in (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + fd)).map { "\(fd):" + $0 } }
 }
 
 func hang() -> Never {
@@ -64,6 +77,41 @@ do {
         try environment.read { _ in
             say("ready")
             hang()
+        }
+    case ("hold-open", 2):
+        let environment = try Environment.open(path: arguments[1])
+        say("ready")
+        withExtendedLifetime(environment) { hang() }
+    case ("hold-read-only", 2):
+        let store = try open(arguments[1], readOnly: true)
+        say("ready")
+        withExtendedLifetime(store) { hang() }
+    case ("read-loop", 3):
+        // Descriptors inherited from the parent are not this process's to judge.
+        let inherited = Set(openFiles().map { $0.prefix { $0 != ":" } })
+        say("ready")
+        for round in 0... {
+            do {  // the store is released (its environment closed) at the end of this block
+                let store = try open(arguments[1], readOnly: true)
+                for pass in 0..<2 {
+                    for n in 0..<Int(arguments[2])! {
+                        guard try store.get("https://x.test/\(n)")?.data == blob(n, seed: 1) else {
+                            say("bad entry \(n) in round \(round)")
+                            exit(1)
+                        }
+                    }
+                    if pass == 0 { usleep(5000) }  // stays open a moment too
+                }
+                // A data file renamed away while it is open shows as "data.mdb (deleted)".
+                let own = openFiles().filter { !inherited.contains($0.prefix { $0 != ":" }) }
+                if let replaced = own.first(where: { $0.hasSuffix("data.mdb (deleted)") }) {
+                    say("bad: reading a replaced file, \(replaced), in round \(round)")
+                    exit(1)
+                }
+                store.close()
+            }
+            say("round \(round)")
+            usleep(20_000)  // leaves the store closed for a moment, so a compaction can get in
         }
     case ("hold-writer", 2):
         let store = try open(arguments[1])

@@ -67,7 +67,7 @@ enum ExportCommand: AdminCommand {
         let document: [String: Any] = ["format": "imgstore-export", "version": 1, "entries": manifest]
         let json = try! JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted])
         try writeDurably(json + Data("\n".utf8), to: directory, name: manifestName)
-        syncDirectory(directory)
+        try syncDirectory(directory)
         context.print("exported \(manifest.count) entries to \(directory)/\(manifestName)"
             + (leftOut > 0 ? " (\(leftOut) expired or removed left out)" : ""))
         if unreadable > 0 {
@@ -115,11 +115,15 @@ enum ExportCommand: AdminCommand {
             }
             return true
         }
-        guard written, fsync(fd) == 0 else {
-            let failure = fail("write")
+        do throws(CommandFailure) {
+            guard written else { throw fail("write") }
+            do { try FileSystem.sync(descriptor: fd, path: temporary) } catch {
+                throw CommandFailure(code: .ioError, message: "cannot write \(path): \(error)")
+            }
+        } catch {
             close(fd)
             unlink(temporary)
-            throw failure
+            throw error
         }
         close(fd)
         guard rename(temporary, path) == 0 else {
@@ -130,11 +134,10 @@ enum ExportCommand: AdminCommand {
     }
 
     /// Makes the renames durable.
-    static func syncDirectory(_ directory: String) {
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        fsync(fd)
-        close(fd)
+    static func syncDirectory(_ directory: String) throws(CommandFailure) {
+        do { try FileSystem.sync(directory) } catch {
+            throw CommandFailure(code: .ioError, message: "cannot make the export in \(directory) durable: \(error)")
+        }
     }
 
     /// Derives safe, unique file names from URLs; see the command's details for the rule.

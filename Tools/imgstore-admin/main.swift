@@ -7,6 +7,7 @@ let commands: [any AdminCommand.Type] = [
     DemoCommand.self, PutCommand.self, GetCommand.self, RemoveCommand.self, ListCommand.self, StatsCommand.self,
     ValidateCommand.self, ExpireCommand.self, LogStatusCommand.self, CheckpointCommand.self,
     FetchCommand.self, ImportCommand.self, ExportCommand.self, VerifyCommand.self, QuarantineCommand.self, CompactCommand.self,
+    ReadersCommand.self,
 ]
 
 let version = "0.1.0"

@@ -10,7 +10,8 @@ final class StoreMaintenance: Sendable {
     let tracker = AccessTracker()
     let counters: StoreCounters
     private let clock: @Sendable () -> Int64
-    /// Told which entries a sweep or eviction removed, so the memory tier drops them too.
+    /// Told which entries a sweep or eviction removed, or whose sliding expiry moved, so the
+    /// memory tier drops its copies of them.
     private let onRemoved: @Sendable ([String]) -> Void
     // The timer is only created, resumed and cancelled under this lock.
     private let timerLock = NSLock()
@@ -25,16 +26,26 @@ final class StoreMaintenance: Sendable {
         self.onRemoved = onRemoved
     }
 
-    /// Writes noted access times to LMDB.
+    /// Writes noted access times to LMDB. Sliding entries whose expiry moved are dropped from
+    /// the memory tier: its copy holds the old expiry, and once the tracker has handed the read
+    /// over it would serve a fresh entry as stale.
     func persistAccess() throws(ImageStoreError) {
         dispatchPrecondition(condition: .onQueue(tier.writer))
-        try tier.persistAccess(tracker.drain())
+        let slid = try tier.persistAccess(tracker.drain())
+        if !slid.isEmpty { onRemoved(slid) }
     }
 
-    /// Removes every expired entry (access times first, so sliding entries read lately live on).
+    /// Removes every expired entry (access times first, so sliding entries read lately live on),
+    /// and clears reader slots left by dead processes: lmdb.h asks for that periodically, as a
+    /// stale slot pins an old snapshot and makes the file grow.
     func sweep(dryRun: Bool) throws(ImageStoreError) -> SweepReport {
         dispatchPrecondition(condition: .onQueue(tier.writer))
-        if !dryRun { try persistAccess() }
+        if !dryRun {
+            try persistAccess()
+            try ImageStoreError.rethrowing(path: tier.path, operation: "clearing stale reader slots") {
+                try tier.environment.clearStaleReaders()
+            }
+        }
         let removal = try tier.sweepExpired(now: clock(), batchSize: policy.sweepBatchSize, dryRun: dryRun)
         if !dryRun {
             counters.expiredEvictions.add(removal.cacheKeys.count, ordering: .relaxed)
@@ -43,11 +54,12 @@ final class StoreMaintenance: Sendable {
         return SweepReport(entries: removal.cacheKeys.count, bytes: removal.bytes, batches: removal.batches)
     }
 
-    /// When the pages in use exceed the budget's high watermark, evicts the least recently
-    /// accessed entries until they are under the low one. Called after every applied batch.
+    /// When the pages in use (the quarantine's excluded) exceed the budget's high watermark,
+    /// evicts the least recently accessed entries until they are under the low one. Called
+    /// after every applied batch.
     func enforceBudget() throws(ImageStoreError) {
         dispatchPrecondition(condition: .onQueue(tier.writer))
-        guard let budget = policy.budget, try tier.occupiedBytes() > budget.high else { return }
+        guard let budget = policy.budget, try tier.budgetedBytes() > budget.high else { return }
         try persistAccess()
         let removal = try tier.evict(downTo: budget.low, batchSize: policy.sweepBatchSize)
         counters.budgetEvictions.add(removal.cacheKeys.count, ordering: .relaxed)

@@ -33,11 +33,11 @@ extension DurableTier {
         }
     }
 
-    /// Evicts least recently accessed entries, `batchSize` per transaction, until the pages in
-    /// use are at most `targetBytes`.
+    /// Evicts least recently accessed entries, `batchSize` per transaction, until the pages the
+    /// budget counts (`budgetedBytes`) are at most `targetBytes`.
     func evict(downTo targetBytes: Int, batchSize: Int) throws(ImageStoreError) -> Removal {
         var removal = Removal()
-        while try occupiedBytes() > targetBytes {
+        while try budgetedBytes() > targetBytes {
             let removed = try removeBatch(from: access, limit: batchSize, operation: "evicting for the disk budget") { _, _ in true }
             if removed.isEmpty { break }
             removal.cacheKeys += removed.map(\.cacheKey)
@@ -75,10 +75,12 @@ extension DurableTier {
     }
 
     /// Writes last-access times (and, for sliding entries, the expiry they extend) collected
-    /// in memory, in one transaction. Entries since removed are skipped.
-    func persistAccess(_ times: [String: Int64]) throws(ImageStoreError) {
-        guard !times.isEmpty else { return }
-        try writing("persisting access times") { txn in
+    /// in memory, in one transaction. Entries since removed are skipped. Returns the cache keys
+    /// whose expiry moved, for the memory tier to drop its copies (which hold the old expiry).
+    func persistAccess(_ times: [String: Int64]) throws(ImageStoreError) -> [String] {
+        guard !times.isEmpty else { return [] }
+        return try writing("persisting access times") { txn in
+            var slid: [String] = []
             for (cacheKey, time) in times {
                 guard let (key, old) = try locate(cacheKey, in: txn), old.lastAccess < time else { continue }
                 var record = old
@@ -86,9 +88,11 @@ extension DurableTier {
                 // Reads are only noted while the entry is fresh, so each one slides it.
                 if old.slidingSeconds > 0, let expiresAt = old.expiresAt {
                     record.expiresAt = max(expiresAt, time + Int64(old.slidingSeconds) * 1000)
+                    if record.expiresAt != expiresAt { slid.append(cacheKey) }
                 }
                 try update(record, replacing: old, key: key, in: txn)
             }
+            return slid
         }
     }
 
@@ -111,11 +115,22 @@ extension DurableTier {
     }
 
     /// Bytes of LMDB pages holding data: pages in use minus pages on the free list.
-    func occupiedBytes() throws(ImageStoreError) -> Int {
+    func occupiedBytes() throws(ImageStoreError) -> Int { try pageUse().occupied }
+
+    /// Bytes the disk budget (`Configuration.maxDiskBytes`) counts: pages holding data, minus
+    /// the quarantine's. What `verify --repair` set aside is excluded rather than evicted for:
+    /// it stays until purged (`imgstore-admin quarantine --purge`, `compact --purge-quarantine`),
+    /// so a large quarantine can never push the cache out.
+    func budgetedBytes() throws(ImageStoreError) -> Int {
+        let use = try pageUse()
+        return use.occupied - use.quarantined
+    }
+
+    private func pageUse() throws(ImageStoreError) -> (occupied: Int, quarantined: Int) {
         do {
             let stats = try environment.statistics()
-            let free = try environment.read { txn in try txn.freePageCount() }
-            return stats.usedBytes - free * stats.pageSize
+            let (free, quarantined) = try environment.read { txn in (try txn.freePageCount(), try txn.statistics(quarantine).pages) }
+            return (stats.usedBytes - free * stats.pageSize, quarantined * stats.pageSize)
         } catch {
             throw .from(error, path: path, operation: "measuring disk use", maxMapSize: maxMapSize)
         }

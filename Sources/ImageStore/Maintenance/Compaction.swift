@@ -37,14 +37,16 @@ extension ImageStore {
 
     /// Reclaims the space LMDB never gives back, for a store no process has open for writing:
     /// recovers and checkpoints the log, optionally purges expired and quarantined entries,
-    /// writes a compacted copy (`mdb_env_copy2` with `MDB_CP_COMPACT`) into a fresh sibling
-    /// directory, fsyncs it (LMDB does not), then renames it over `data.mdb` and fsyncs the
-    /// directory. A crash at any moment leaves the old or the new data file, whole.
+    /// writes a compacted copy (`mdb_env_copyfd2` with `MDB_CP_COMPACT`) into the store
+    /// directory itself (so it is on the same file system, even when the directory is a mount
+    /// point), fsyncs it (LMDB does not), then renames it over `data.mdb` and fsyncs the
+    /// directory. A crash at any moment leaves the old or the new data file, whole; the copy a
+    /// killed compaction leaves behind is removed by the next open or compaction.
     ///
-    /// The process must not have the store open, and no other process may use it meanwhile;
-    /// a process that has it open calls the instance method `compact(_:)` instead.
-    /// - Throws: `writerLocked` (a service writes to it), `alreadyOpen`, storage errors; a
-    ///   store still in use by readers of other processes is refused with `storage`.
+    /// The process must not have the store open, and no other process may have it open at all
+    /// (see `compact(_:)`); a process that has it open calls the instance method instead.
+    /// - Throws: `writerLocked` (a service writes to it), `alreadyOpen`, `storage` when another
+    ///   process has the store open (reading or idle), storage errors.
     public static func compact(path: String, configuration: Configuration = .init(),
                                options: CompactionOptions = CompactionOptions()) throws(ImageStoreError) -> CompactionReport {
         var configuration = configuration
@@ -61,9 +63,15 @@ extension ImageStore {
     ///
     /// Puts and removes go on being logged and acknowledged (the pending index serves them);
     /// only applying them to LMDB waits. Reads of this process wait at the environment's gate
-    /// for the moment the compacted file is swapped in. Refused while another process has the
-    /// store open (it would keep the old file mapped).
-    /// - Throws: `readOnly`; `storage` when other processes read the store; storage errors.
+    /// for the moment the compacted file is swapped in.
+    ///
+    /// Refused while any other process has the store open, even idle or read-only: it would
+    /// keep the old file mapped. That is proved with the lock LMDB itself takes on `lock.mdb`
+    /// (`Environment.otherProcess()`), not with the reader table, which does not show idle
+    /// processes; the same lock makes other processes that open the store meanwhile wait for
+    /// the new file. Reader slots left by dead processes are cleared first.
+    /// - Throws: `readOnly`; `storage` when another process has the store open (its pid is
+    ///   named); storage errors (the store then still holds its old data file).
     public func compact(_ options: CompactionOptions = CompactionOptions()) throws(ImageStoreError) -> CompactionReport {
         try checkOpen()
         guard let writes else { throw .readOnly(path: path) }
@@ -77,47 +85,73 @@ extension ImageStore {
                 quarantinePurged: options.purgeQuarantine ? try quarantinedEntries().count : 0,
                 seconds: Date().timeIntervalSince(started), dryRun: true)
         }
+        try refuseWhileShared()  // before purging anything
         let expired = options.purgeExpired ? try sweepExpired().entries : 0
         let quarantined = options.purgeQuarantine ? try purgeQuarantine() : 0
         try writes.checkpoint()
-        let copy = path + ".compacting-\(getpid())"
-        try? FileManager.default.removeItem(atPath: copy)
-        defer { try? FileManager.default.removeItem(atPath: copy) }
         try ImageStoreError.rethrowing(path: path, operation: "compacting") {
             // On the writer queue: the applier and housekeeping stay off LMDB until the swap is done.
             try tier.writer.sync {
-                let environment = tier.environment
-                let others = environment.readerTable().filter { !$0.contains(" \(getpid()) ") }
-                guard others.isEmpty else {
-                    throw ImageStoreError.storage(path: path, detail: "other processes are reading the store (\(others.count) reader slot(s)); compact it when they are done")
-                }
-                try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: false)
-                try environment.copy(to: copy, compact: true)
-                try Self.syncFile(copy + "/data.mdb")
-                try Self.syncFile(copy)
-                let expected = tier.databases
-                let reopened = try environment.replaceDataFile(with: copy + "/data.mdb") { txn in
-                    try DurableTier.openDatabases(txn, isNew: false, readOnly: false, path: path)
-                }
-                // Invariant: LMDB numbers databases in the order they are opened, so the
-                // handles the store holds are valid for the new file.
-                precondition(reopened == expected, "database handles changed across compaction")
+                try CompactionLeftovers.remove(forStoreAt: path)
+                try tier.environment.clearStaleReaders()
+                try refuseWhileShared()
+                try swapInCompactedCopy()
             }
         }
         return CompactionReport(bytesBefore: before, bytesAfter: Self.fileBytes(path), expiredPurged: expired,
                                 quarantinePurged: quarantined, seconds: Date().timeIntervalSince(started), dryRun: false)
     }
 
+    /// Throws when another process has the store open.
+    private func refuseWhileShared() throws(ImageStoreError) {
+        let other: pid_t?
+        do { other = try tier.environment.otherProcess() } catch {
+            throw .from(error, path: path, operation: "checking for other processes", maxMapSize: 0)
+        }
+        if let other { throw Self.inUse(path, by: "process \(other)") }
+    }
+
+    private static func inUse(_ path: String, by holder: String) -> ImageStoreError {
+        .storage(path: path, detail: "\(holder) has the store open (it would keep reading the old data file); compact it when no other process has it open")
+    }
+
+    /// Writes the compacted copy, syncs it and swaps it in (on the writer queue).
+    private func swapInCompactedCopy() throws {
+        let environment = tier.environment
+        let copy = CompactionLeftovers.copyPath(forStoreAt: path)
+        let fd = open(copy, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw ImageStoreError.storage(path: path, detail: "cannot create \(copy): \(String(cString: strerror(errno)))") }
+        var installed = false
+        defer {
+            Glibc.close(fd)
+            if !installed { unlink(copy) }
+        }
+        try environment.copy(toDescriptor: fd, compact: true)
+        try FileSystem.sync(descriptor: fd, path: copy)
+        let expected = tier.databases
+        let reopened: [Database]
+        do {
+            reopened = try environment.replaceDataFile(install: {
+                guard rename(copy, path + "/data.mdb") == 0 else {
+                    throw ImageStoreError.storage(path: path, detail: "cannot rename \(copy) over data.mdb: \(String(cString: strerror(errno)))")
+                }
+                installed = true
+                do { try FileSystem.sync(path) } catch {
+                    throw ImageStoreError.storage(path: path, detail: "the compacted data file is in place, but making its rename durable failed (\(error)); a crash may bring back the old file")
+                }
+            }) { txn in
+                try DurableTier.openDatabases(txn, isNew: false, readOnly: false, path: path)
+            }
+        } catch LMDBError.busy {
+            throw Self.inUse(path, by: "another process")
+        }
+        // Invariant: LMDB numbers databases in the order they are opened, so the
+        // handles the store holds are valid for the new file.
+        precondition(reopened == expected, "database handles changed across compaction")
+    }
+
     private static func fileBytes(_ path: String) -> Int {
         var status = stat()
         return stat(path + "/data.mdb", &status) == 0 ? Int(status.st_blocks) * 512 : 0
-    }
-
-    /// fsyncs a file or directory.
-    private static func syncFile(_ path: String) throws(ImageStoreError) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .storage(path: path, detail: "open for fsync: \(String(cString: strerror(errno)))") }
-        defer { Glibc.close(fd) }
-        guard fsync(fd) == 0 else { throw .storage(path: path, detail: "fsync: \(String(cString: strerror(errno)))") }
     }
 }

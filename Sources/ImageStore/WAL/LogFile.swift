@@ -68,10 +68,9 @@ package struct PosixLogFileSystem: LogFileSystem {
     }
 
     package func syncDirectory(_ directory: String) throws(LogIOError) {
-        let fd = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw LogIOError("open directory \(directory)", code: errno) }
-        defer { Glibc.close(fd) }
-        guard fsync(fd) == 0 else { throw LogIOError("fsync directory \(directory)", code: errno) }
+        do { try FileSystem.sync(directory) } catch {
+            throw LogIOError("\(error.operation) directory \(directory)", code: error.code)
+        }
     }
 }
 

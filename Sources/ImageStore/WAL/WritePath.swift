@@ -191,12 +191,19 @@ final class WritePath: Sendable {
 
 /// Lets the applier reach the log (and the write path) that are created after it.
 private final class LogRelay: Sendable {
-    private let state = LockedValue<(log: WriteAheadLog?, afterBatch: (@Sendable (UInt64) -> Void)?)>((nil, nil))
+    /// Weak: the log's `onWritten` holds the applier, which holds this relay, so a strong
+    /// reference here was a cycle that kept the store's LMDB environment open after `close`
+    /// (and other processes' compactions refused). `WritePath` owns the log.
+    private struct State: Sendable {
+        weak var log: WriteAheadLog?
+        var afterBatch: (@Sendable (UInt64) -> Void)?
+    }
+    private let state = LockedValue(State())
 
     var log: WriteAheadLog? { state.withLock { $0.log } }
     var afterBatch: (@Sendable (UInt64) -> Void)? { state.withLock { $0.afterBatch } }
 
     func set(log: WriteAheadLog, afterBatch: @escaping @Sendable (UInt64) -> Void) {
-        state.withLock { $0 = (log, afterBatch) }
+        state.withLock { $0 = State(log: log, afterBatch: afterBatch) }
     }
 }

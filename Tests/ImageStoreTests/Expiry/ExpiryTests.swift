@@ -1,6 +1,7 @@
 import Foundation
 import ImageStore
 import ImageStoreTestSupport
+import LMDB
 import Testing
 
 @Suite struct ExpiryTests {
@@ -59,6 +60,27 @@ import Testing
         }
     }
 
+    /// Persisting access times moves a sliding entry's expiry in LMDB; the copy in the memory
+    /// tier must not go on serving the old expiry (as stale, to a caller allowing stale).
+    @Test func aSlidEntryInMemoryIsNotStaleOnceItsAccessIsPersisted() throws {
+        let clock = ManualClock()
+        try withTemporaryStore(configuration(clock: clock, sliding: true)) { store throws in
+            let url = "https://x.test/slides"
+            let start = clock.now
+            try store.put(Data([1]), for: url, ttl: 60)
+            _ = try store.statistics()  // applied to LMDB
+            clock.advance(by: 50)
+            #expect(try store.get(url) != nil)
+            #expect(try store.get(url)?.source == .memory, "the read filled the memory tier")
+            #expect(try store.sweepExpired().entries == 0)  // persists the read: expiry now start + 110 s
+            clock.advance(by: 30)
+            let image = try store.get(url, allowingStale: true)
+            #expect(image?.isStale == false, "fresh until start + 110 s")
+            #expect(image?.info.expiresAt == start.addingTimeInterval(140), "and this read slides it again")
+            #expect(try store.get(url) != nil)
+        }
+    }
+
     // MARK: - Sweeps
 
     @Test func theSweepDeletesExactlyWhatExpiredInBatches() throws {
@@ -79,7 +101,65 @@ import Testing
         }
     }
 
+    /// lmdb.h: reader slots of dead processes must be cleared periodically. Every sweep does.
+    @Test func aSweepClearsReaderSlotsOfDeadProcesses() throws {
+        let clock = ManualClock()
+        try withTemporaryStore(configuration(clock: clock)) { store throws in
+            try store.put(Data([1]), for: "https://x.test/a")
+            let reader = try ChildProcess.Collecting(ChildProcess.product("imgstore-test-child"), ["hold-reader", store.path])
+            #expect(reader.wait(for: "ready"))
+            reader.kill()
+            let environment = try Environment.open(path: store.path)  // the store's own instance
+            #expect(environment.readerTable().contains { $0.contains(" \(reader.processIdentifier) ") })
+            try store.sweepExpired()
+            #expect(!environment.readerTable().contains { $0.contains(" \(reader.processIdentifier) ") }, "\(environment.readerTable())")
+        }
+    }
+
     // MARK: - The disk budget
+
+    /// What `verify --repair` sets aside is not the cache's to evict for: quarantined bytes do
+    /// not count toward `maxDiskBytes` (the quarantine is emptied by `quarantine --purge` or
+    /// `compact --purge-quarantine`).
+    @Test func quarantinedBytesDoNotCountTowardTheBudget() throws {
+        let clock = ManualClock()
+        let budget = 4 << 20
+        try withTemporaryDirectory { directory throws in
+            let config = configuration(clock: clock, defaultTTL: nil, batch: 8, budget: budget)
+            do {
+                let store = try ImageStore(path: directory, configuration: config)
+                for n in 0..<30 { try store.put(Data(repeating: UInt8(n), count: 100_000), for: "https://x.test/bad/\(n)") }
+                store.close()
+            }
+            // Damage every blob, so that a repair moves all 3 MB to the quarantine.
+            do {
+                let environment = try Environment.open(path: directory)
+                let blobs = try environment.openDatabase(named: "blobs", create: false)
+                try environment.write { txn throws in
+                    var keys: [[UInt8]] = []
+                    try txn.scan(blobs) { key, _ in keys.append(Array(key)); return true }
+                    for key in keys {
+                        var blob = Array(try txn.get(blobs, key: key)!)
+                        blob[0] ^= 0x40
+                        try txn.put(blobs, key: key, value: blob)
+                    }
+                }
+            }
+            let store = try ImageStore(path: directory, configuration: config)
+            defer { store.close() }
+            #expect(try store.verify(ImageStore.VerifyOptions(repair: true)).unrepaired == [])
+            #expect(try store.quarantinedEntries().count == 30)
+            // 2 MB of new entries fit the 4 MB budget, whatever the quarantine holds.
+            for n in 0..<20 {
+                clock.advance(by: 1)
+                try store.put(Data(repeating: UInt8(n), count: 100_000), for: "https://x.test/good/\(n)")
+            }
+            let stats = try store.statistics()
+            #expect(stats.budgetEvictions == 0, "evicted \(stats.budgetEvictions) entries for the quarantine's bytes")
+            #expect(stats.entryCount == 20)
+            #expect(stats.occupiedBytes > budget, "the quarantine's pages are there, outside the budget")
+        }
+    }
 
     @Test func theBudgetHoldsAfterEveryPutAndEvictsTheLeastRecentlyUsedFirst() throws {
         let clock = ManualClock()

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import ImageStore
 import ImageStoreTestSupport
 import Synchronization
@@ -119,8 +122,118 @@ import Testing
                 #expect(try reopened.verify().problems == [])
                 #expect(try reopened.statistics().entryCount == 100)
                 #expect(try reopened.get("https://x.test/99")?.data == blob(99))
+                #expect(leftovers(store) == [], "the next open removed the killed compaction's copy")
                 reopened.close()
             }
         }
     }
+
+    // MARK: - Where the copy goes, and what a killed compaction leaves
+
+    /// Names of compaction copies in the store directory and next to it.
+    private func leftovers(_ store: String) -> [String] {
+        let parent = (store as NSString).deletingLastPathComponent
+        let inside = (try? FileManager.default.contentsOfDirectory(atPath: store)) ?? []
+        let beside = (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? []
+        return (inside + beside).filter { $0.contains(".compacting-") }.sorted()
+    }
+
+    /// The pid of a process that has exited (and been reaped).
+    private func deadPID() throws -> pid_t {
+        let child = try ChildProcess.Collecting("/usr/bin/env", ["true"])
+        while child.isRunning { usleep(1000) }
+        return child.processIdentifier
+    }
+
+    @Test func theNextOpenRemovesCopiesOfKilledCompactionsAndKeepsThoseOfLiveOnes() throws {
+        try withTemporaryDirectory { directory throws in
+            let store = directory + "/store"
+            try ImageStore(path: store, configuration: makeConfiguration()).close()
+            let dead = try deadPID()
+            let live = try ChildProcess.Collecting("/usr/bin/env", ["sleep", "600"])
+            defer { live.kill() }
+            let deadCopy = store + "/data.mdb.compacting-\(dead)"
+            let liveCopy = store + "/data.mdb.compacting-\(live.processIdentifier)"
+            let oldStyleCopy = store + ".compacting-\(dead)"  // earlier builds wrote a sibling directory
+            for file in [deadCopy, liveCopy] { try Data(repeating: 7, count: 4096).write(to: URL(fileURLWithPath: file)) }
+            try FileManager.default.createDirectory(atPath: oldStyleCopy, withIntermediateDirectories: false)
+            try Data(repeating: 7, count: 4096).write(to: URL(fileURLWithPath: oldStyleCopy + "/data.mdb"))
+            let reopened = try ImageStore(path: store, configuration: makeConfiguration())
+            #expect(leftovers(store) == ["data.mdb.compacting-\(live.processIdentifier)"])
+            reopened.close()
+            live.kill()
+            _ = try ImageStore.compact(path: store, configuration: makeConfiguration())
+            #expect(leftovers(store) == [], "a compaction removes them too, once their process is gone")
+        }
+    }
+
+    /// A stale reader slot (its process was killed inside a read transaction) made the owning
+    /// process's compaction refuse until it reopened the store.
+    @Test func aStaleReaderSlotDoesNotStopCompaction() throws {
+        try withTemporaryStore { store throws in
+            for n in 0..<100 { try store.put(blob(n), for: "https://x.test/\(n)") }
+            for n in 0..<100 where n % 4 != 0 { try store.remove("https://x.test/\(n)") }
+            let reader = try ChildProcess.Collecting(ChildProcess.product("imgstore-test-child"), ["hold-reader", store.path])
+            #expect(reader.wait(for: "ready"))
+            reader.kill()
+            let report = try store.compact()
+            #expect(report.bytesAfter < report.bytesBefore, "\(report)")
+            #expect(try store.statistics().entryCount == 25)
+        }
+    }
+
+    /// The store directory is a mount point: the copy must be written inside it, or the rename
+    /// fails with EXDEV after the whole copy was written.
+    @Test(.enabled(if: TemporaryMount.isAvailable, TemporaryMount.unavailableReason))
+    func aStoreDirectoryThatIsAMountPointCompacts() throws {
+        try withTemporaryDirectory { directory throws in
+            let store = directory + "/store"
+            try TemporaryMount.tmpfs(at: store) {
+                let s = try ImageStore(path: store, configuration: makeConfiguration())
+                for n in 0..<200 { try s.put(blob(n), for: "https://x.test/\(n)") }
+                for n in 0..<200 where n % 10 != 0 { try s.remove("https://x.test/\(n)") }
+                s.close()
+                let report = try ImageStore.compact(path: store, configuration: makeConfiguration())
+                #expect(report.bytesAfter * 3 < report.bytesBefore, "\(report)")
+                let reopened = try ImageStore(path: store, configuration: makeConfiguration())
+                defer { reopened.close() }
+                #expect(try reopened.statistics().entryCount == 20)
+                #expect(try reopened.get("https://x.test/190")?.data == blob(190))
+                #expect(leftovers(store) == [])
+            }
+        }
+    }
+}
+
+/// A tmpfs mounted for one test (root only), always unmounted afterwards.
+enum TemporaryMount {
+    static let isAvailable = geteuid() == 0 && executable("mount") != nil && executable("umount") != nil
+    static let unavailableReason: Comment = "mounting a tmpfs needs root and mount(8)/umount(8) on PATH"
+
+    /// The first `name` on `PATH`.
+    static func executable(_ name: String) -> String? {
+        (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
+            .map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Mounts a 64 MiB tmpfs at `path` (created when missing), runs `body`, unmounts.
+    static func tmpfs(at path: String, _ body: () throws -> Void) throws {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        let mounted = try ChildProcess.run(executable("mount")!, ["-t", "tmpfs", "-o", "size=64m", "tmpfs", path])
+        guard mounted.status == 0 else { throw MountFailure(message: mounted.standardError) }
+        defer {
+            // A child that another test is spawning holds copies of this process's descriptors
+            // until its exec, which makes umount fail with "target is busy" for a moment: retry.
+            var result: ProcessResult?
+            for _ in 0..<100 {
+                result = try? ChildProcess.run(executable("umount")!, [path])
+                if result?.status == 0 { break }
+                usleep(20_000)
+            }
+            #expect(result?.status == 0, "umount \(path): \(result?.standardError ?? "did not run")")
+        }
+        try body()
+    }
+
+    struct MountFailure: Error { var message: String }
 }
