@@ -4,7 +4,7 @@ import Testing
 
 /// Runs the built `imgstore-admin` and checks stdout, stderr and the exit status exactly.
 @Suite struct AdminCommandTests {
-    private let admin = ChildProcess.product("imgstore-admin")
+    private let admin = AdminBinary.path
 
     private func run(_ arguments: [String], environment: [String: String]? = nil, in directory: String? = nil) throws -> ProcessResult {
         try ChildProcess.run(admin, arguments, environment: environment, currentDirectory: directory)

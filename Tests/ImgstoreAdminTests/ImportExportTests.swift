@@ -4,7 +4,7 @@ import Testing
 
 /// `imgstore-admin import` and `export`, run as the built binary against real stores.
 @Suite struct ImportExportTests {
-    private let admin = ChildProcess.product("imgstore-admin")
+    private let admin = AdminBinary.path
 
     private func run(_ arguments: [String]) throws -> ProcessResult {
         try ChildProcess.run(admin, arguments)

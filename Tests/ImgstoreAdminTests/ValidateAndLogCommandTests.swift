@@ -3,7 +3,7 @@ import ImageStoreTestSupport
 import Testing
 
 @Suite struct ValidateAndLogCommandTests {
-    private let admin = ChildProcess.product("imgstore-admin")
+    private let admin = AdminBinary.path
 
     // MARK: - validate
 

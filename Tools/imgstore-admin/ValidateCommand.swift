@@ -19,28 +19,28 @@ enum ValidateCommand: AdminCommand {
         let mode: ValidationMode = arguments.has("--deep") ? .deep : .structure
         var allValid = true
         for path in arguments.positionals {
-            var object: [String: Any] = ["path": path, "ok": false, "format": NSNull(), "width": NSNull(), "height": NSNull(), "error": NSNull()]
+            var object = ValidationJSON(path: path, ok: false)
             let line: String
             do {
-                let data = try PutCommand.readFile(path)
+                let data = try PutCommand.readFile(path, limit: Int.max)
                 let facts = try validator.validate(data, mode: mode)
-                object.merge(["ok": true, "format": facts.format.rawValue, "width": facts.width, "height": facts.height]) { $1 }
-                line = "\(path): ok, \(facts.format.rawValue) \(facts.width)x\(facts.height)"
+                object = ValidationJSON(path: path, ok: true, format: facts.format.rawValue, width: facts.width, height: facts.height)
+                line = "\(Describe.escaped(path)): ok, \(facts.format.rawValue) \(facts.width)x\(facts.height)"
             } catch let failure as CommandFailure {
                 allValid = false
-                object["error"] = failure.message
-                line = "\(path): \(failure.message)"
+                object.error = failure.message
+                line = "\(Describe.escaped(path)): \(failure.message)"
             } catch let error as ImageValidationError {
                 allValid = false
-                object["error"] = error.description
-                object["format"] = ImageValidator.sniff((try? PutCommand.readFile(path)) ?? Data()).rawValue
-                line = "\(path): invalid: \(error.description)"
+                object.error = error.description
+                object.format = ImageValidator.sniff((try? PutCommand.readFile(path, limit: Int.max)) ?? Data()).rawValue
+                line = "\(Describe.escaped(path)): invalid: \(error.description)"
             } catch {
                 allValid = false
-                object["error"] = "\(error)"
-                line = "\(path): \(error)"
+                object.error = "\(error)"
+                line = "\(Describe.escaped(path)): \(error)"
             }
-            context.print(arguments.has("--json") ? Describe.json(object) : line)
+            context.print(arguments.has("--json") ? JSONOutput.line(object) : line)
         }
         if !allValid { throw CommandFailure(code: .notFound, message: "some files are not valid images") }
     }

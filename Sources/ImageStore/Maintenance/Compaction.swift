@@ -63,12 +63,12 @@ extension ImageStore {
     /// only applying them to LMDB waits. Reads of this process wait at the environment's gate
     /// for the moment the compacted file is swapped in. Refused while another process has the
     /// store open (it would keep the old file mapped).
-    /// - Throws: `readOnly`; `storage` when other processes read the store; storage errors.
+    /// - Throws: `readOnly` (unless `dryRun`); `storage` when other processes read the store; storage errors.
     public func compact(_ options: CompactionOptions = CompactionOptions()) throws(ImageStoreError) -> CompactionReport {
         try checkOpen()
-        guard let writes else { throw .readOnly(path: path) }
         let started = Date()
         let before = Self.fileBytes(path)
+        // A dry run only reads, so it also works read-only, beside another process's writer.
         if options.dryRun {
             let stats = try statistics()
             return CompactionReport(
@@ -77,6 +77,7 @@ extension ImageStore {
                 quarantinePurged: options.purgeQuarantine ? try quarantinedEntries().count : 0,
                 seconds: Date().timeIntervalSince(started), dryRun: true)
         }
+        guard let writes else { throw .readOnly(path: path) }
         let expired = options.purgeExpired ? try sweepExpired().entries : 0
         let quarantined = options.purgeQuarantine ? try purgeQuarantine() : 0
         try writes.checkpoint()

@@ -1,0 +1,32 @@
+import Foundation
+import ImageStoreTestSupport
+
+/// The `imgstore-admin` the end-to-end tests run: `$IMGSTORE_ADMIN_BINARY` when set (CI points
+/// it at `.build/release/imgstore-admin`, the binary users get), else the debug build next to
+/// the tests.
+enum AdminBinary {
+    static let path: String = {
+        if let path = ProcessInfo.processInfo.environment["IMGSTORE_ADMIN_BINARY"], !path.isEmpty { return path }
+        return ChildProcess.product("imgstore-admin")
+    }()
+
+    /// Runs the tool with `arguments`.
+    static func run(_ arguments: [String], environment: [String: String]? = nil, input: Data? = nil,
+                    in directory: String? = nil) throws -> ProcessResult {
+        try ChildProcess.run(path, arguments, environment: environment, input: input, currentDirectory: directory)
+    }
+
+    /// Runs `script` with `sh -c`, with `$ADMIN` set to the tool and `$1`… to `arguments`, so a
+    /// test can close or redirect descriptors the way a shell user does (`>&-`, `> /dev/full`).
+    static func shell(_ script: String, _ arguments: [String] = []) throws -> ProcessResult {
+        var environment = ProcessInfo.processInfo.environment
+        environment["ADMIN"] = path
+        return try ChildProcess.run("/bin/sh", ["-c", script, "sh"] + arguments, environment: environment)
+    }
+
+    /// A store with the sample images, made by `demo`.
+    static func makeDemoStore(_ path: String) throws {
+        let demo = try run(["--store", path, "demo", "--fixtures", Fixtures.directory])
+        guard demo.status == 0 else { throw ChildProcess.SpawnError(message: "demo failed: \(demo.standardError)") }
+    }
+}
