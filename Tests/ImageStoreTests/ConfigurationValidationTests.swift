@@ -8,7 +8,7 @@ import Testing
 @Suite struct ConfigurationValidationTests {
     @Test(arguments: [1e16, -1, .nan, -.infinity, ImageStore.Configuration.maxTTL + 1])
     func aTTLOutOfRangeIsATypedError(ttl: Double) throws {
-        try withTemporaryStore { store in
+        try withTemporaryStore { store throws in
             #expect {
                 try store.put(Data([1, 2, 3]), for: "https://x.test/a", ttl: ttl)
             } throws: { error in
@@ -20,7 +20,7 @@ import Testing
     }
 
     @Test func theLongestTTLAndNeverAreAccepted() throws {
-        try withTemporaryStore { store in
+        try withTemporaryStore { store throws in
             let longest = try store.put(Data([1]), for: "https://x.test/a", ttl: ImageStore.Configuration.maxTTL)
             #expect(longest.expiresAt != nil)
             #expect(try store.put(Data([1]), for: "https://x.test/b", ttl: ImageStore.never).expiresAt == nil)
@@ -29,7 +29,7 @@ import Testing
     }
 
     @Test func aBatchIntervalOutOfRangeIsATypedError() throws {
-        try withTemporaryStore { store in
+        try withTemporaryStore { store throws in
             for interval in [0, -1, .nan, .infinity, 1e300] as [Double] {
                 #expect(throws: ImageStoreError.self) {
                     try store.put(Data([1]), for: "https://x.test/a", durability: .batched(interval: interval))
@@ -39,29 +39,38 @@ import Testing
         }
     }
 
+    /// Sets `field` of `configuration` to a value out of its range.
+    private static func breaking(_ field: String, _ configuration: inout ImageStore.Configuration) {
+        switch field {
+        case "maxEntryBytes": configuration.maxEntryBytes = 0
+        case "maxURLBytes": configuration.maxURLBytes = -1
+        case "initialMapSize": configuration.initialMapSize = 0
+        case "maxMapSize": configuration.maxMapSize = configuration.initialMapSize - 1
+        case "maxReaders": configuration.maxReaders = 0
+        case "memoryCostLimit": configuration.memoryCostLimit = -1
+        case "memoryCountLimit": configuration.memoryCountLimit = -1
+        case "memoryMaxEntryBytes": configuration.memoryMaxEntryBytes = -1
+        case "defaultTTL": configuration.defaultTTL = 1e16
+        case "sweepInterval": configuration.sweepInterval = .infinity
+        case "sweepBatchSize": configuration.sweepBatchSize = 0
+        case "maxDiskBytes": configuration.maxDiskBytes = 0
+        case "diskBudgetLowWatermark": configuration.diskBudgetLowWatermark = .nan
+        case "durability": configuration.durability = .batched(interval: .infinity)
+        case "logSegmentBytes": configuration.logSegmentBytes = 0
+        case "maxUnappliedBytes": configuration.maxUnappliedBytes = 0
+        default: Issue.record("no such field \(field)")
+        }
+    }
+
     @Test(arguments: [
-        ("maxEntryBytes", { (c: inout ImageStore.Configuration) in c.maxEntryBytes = 0 }),
-        ("maxURLBytes", { $0.maxURLBytes = -1 }),
-        ("initialMapSize", { $0.initialMapSize = 0 }),
-        ("maxMapSize", { $0.maxMapSize = $0.initialMapSize - 1 }),
-        ("maxReaders", { $0.maxReaders = 0 }),
-        ("memoryCostLimit", { $0.memoryCostLimit = -1 }),
-        ("memoryCountLimit", { $0.memoryCountLimit = -1 }),
-        ("memoryMaxEntryBytes", { $0.memoryMaxEntryBytes = -1 }),
-        ("defaultTTL", { $0.defaultTTL = 1e16 }),
-        ("sweepInterval", { $0.sweepInterval = .infinity }),
-        ("sweepInterval", { $0.sweepInterval = 0 }),
-        ("sweepBatchSize", { $0.sweepBatchSize = 0 }),
-        ("maxDiskBytes", { $0.maxDiskBytes = 0 }),
-        ("diskBudgetLowWatermark", { $0.diskBudgetLowWatermark = .nan }),
-        ("durability", { $0.durability = .batched(interval: .infinity) }),
-        ("logSegmentBytes", { $0.logSegmentBytes = 0 }),
-        ("maxUnappliedBytes", { $0.maxUnappliedBytes = 0 }),
-    ] as [(String, @Sendable (inout ImageStore.Configuration) -> Void)])
-    func aConfigurationFieldOutOfRangeFailsTheOpenAndCreatesNothing(field: String, change: (inout ImageStore.Configuration) -> Void) throws {
+        "maxEntryBytes", "maxURLBytes", "initialMapSize", "maxMapSize", "maxReaders", "memoryCostLimit", "memoryCountLimit",
+        "memoryMaxEntryBytes", "defaultTTL", "sweepInterval", "sweepBatchSize", "maxDiskBytes", "diskBudgetLowWatermark",
+        "durability", "logSegmentBytes", "maxUnappliedBytes",
+    ])
+    func aConfigurationFieldOutOfRangeFailsTheOpenAndCreatesNothing(field: String) throws {
         try withTemporaryDirectory { directory in
             var configuration = makeConfiguration()
-            change(&configuration)
+            Self.breaking(field, &configuration)
             #expect {
                 try ImageStore(path: directory + "/s", configuration: configuration)
             } throws: { error in

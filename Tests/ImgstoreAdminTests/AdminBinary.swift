@@ -27,6 +27,12 @@ enum AdminBinary {
     /// A store with the sample images, made by `demo`.
     static func makeDemoStore(_ path: String) throws {
         let demo = try run(["--store", path, "demo", "--fixtures", Fixtures.directory])
-        guard demo.status == 0 else { throw ChildProcess.SpawnError(message: "demo failed: \(demo.standardError)") }
+        guard demo.status == 0 else { throw AdminTestError(message: "demo failed: \(demo.standardError)") }
     }
+}
+
+/// A test's set-up step failed (not what the test checks).
+struct AdminTestError: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
 }

@@ -25,7 +25,7 @@ import Testing
             child = try ChildProcess.Collecting(Tools.python3 ?? "python3", ["-c", script, Fixtures.directory])
             guard child.wait(for: "\n"), let port = Int(child.text.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") else {
                 child.kill()
-                throw ChildProcess.SpawnError(message: "the fixture origin did not start: \(child.text)")
+                throw AdminTestError(message: "the fixture origin did not start: \(child.text)")
             }
             self.port = port
         }

@@ -142,7 +142,7 @@ import Testing
             #expect(stored.count == 7)
             for (url, entry) in stored {
                 if let seconds {
-                    let expiresAt = try #require(ISO8601DateFormatter().date(from: entry["expiresAt"] as? String ?? ""), "\(url)")
+                    let expiresAt = try #require(try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(entry["expiresAt"] as? String ?? ""), "\(url)")
                     // ISO 8601 has whole seconds; allow for that and for the time the import took.
                     #expect(expiresAt.timeIntervalSince(start) > seconds - 2)
                     #expect(expiresAt.timeIntervalSince(Date()) < seconds + 2)
@@ -168,8 +168,8 @@ import Testing
     }
 
     @Test(arguments: [
-        (["import", "--ttl", "0", "d"], "imgstore-admin import: --ttl needs a number of seconds greater than 0, or never; got '0' (see imgstore-admin --help)\n"),
-        (["import", "--ttl", "soon", "d"], "imgstore-admin import: --ttl needs a number of seconds greater than 0, or never; got 'soon' (see imgstore-admin --help)\n"),
+        (["import", "--ttl", "0", "d"], "imgstore-admin import: --ttl needs a number of seconds greater than 0 and at most 3155760000 (100 years), or never; got '0' (see imgstore-admin --help)\n"),
+        (["import", "--ttl", "soon", "d"], "imgstore-admin import: --ttl needs a number of seconds greater than 0 and at most 3155760000 (100 years), or never; got 'soon' (see imgstore-admin --help)\n"),
         (["import", "--durability", "fast", "d"], "imgstore-admin import: --durability must be sync, batched or none; got 'fast' (see imgstore-admin --help)\n"),
         (["import", "--manifest", "m.json", "--base-url", "https://x.test/", "d"], "imgstore-admin import: --manifest and --base-url cannot be used together (see imgstore-admin --help)\n"),
         (["import"], "imgstore-admin import: 'import' expects DIR, got 0 argument(s) (see imgstore-admin --help)\n"),
