@@ -11,7 +11,7 @@ import Testing
 
     /// A device node of our own (like /dev/null: char 1,3), so a failure cannot replace the
     /// machine's /dev/null.
-    @Test(.enabled(if: getuid() == 0, "needs root to make a device node"))
+    @Test(.enabled(if: Tools.isRoot, "needs root to make a device node"))
     func getIntoADeviceKeepsTheDevice() throws {
         try withTemporaryDirectory { directory throws in
             let store = directory + "/s"

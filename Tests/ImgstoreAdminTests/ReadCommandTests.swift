@@ -63,7 +63,7 @@ import Testing
 
     /// Read-only media (a read-only bind mount) and a full disk (a tmpfs filled up), each in a
     /// private mount namespace: every read command still works.
-    @Test(.enabled(if: getuid() == 0 && Tools.find("unshare") != nil, "needs root and unshare for private mounts"),
+    @Test(.enabled(if: Tools.isRoot && Tools.find("unshare") != nil, "needs root and unshare for private mounts"),
           arguments: ["ro", "full"])
     func readCommandsWorkOnReadOnlyMediaAndAFullDisk(medium: String) throws {
         try withTemporaryDirectory { directory throws in
