@@ -24,6 +24,19 @@ enum AdminBinary {
         return try ChildProcess.run("/bin/sh", ["-c", script, "sh"] + arguments, environment: environment)
     }
 
+    /// Every file of a store directory with its size and modification time (seconds,
+    /// nanoseconds), to see that a command left it alone. lock.mdb is LMDB's reader table, which
+    /// every reader writes by design: only its size is kept.
+    static func fileFacts(_ store: String) throws -> [String: [Int]] {
+        var files: [String: [Int]] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: store) {
+            var info = stat()
+            guard stat(store + "/" + name, &info) == 0 else { throw AdminTestError(message: "cannot stat \(name)") }
+            files[name] = name == "lock.mdb" ? [Int(info.st_size)] : [Int(info.st_size), info.st_mtim.tv_sec, info.st_mtim.tv_nsec]
+        }
+        return files
+    }
+
     /// A store with the sample images, made by `demo`.
     static func makeDemoStore(_ path: String) throws {
         let demo = try run(["--store", path, "demo", "--fixtures", Fixtures.directory])

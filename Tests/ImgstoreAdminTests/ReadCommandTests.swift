@@ -11,27 +11,15 @@ import Testing
         ["verify"], ["verify", "--json"], ["quarantine"], ["expire", "--dry-run"], ["compact", "--dry-run"],
     ]
 
-    /// Every file of the store with its size and modification time. lock.mdb is LMDB's reader
-    /// table, which every reader writes by design: its size is compared, not its time.
-    private func snapshot(_ store: String) throws -> [String: [Int]] {
-        var files: [String: [Int]] = [:]
-        for name in try FileManager.default.contentsOfDirectory(atPath: store) {
-            var info = stat()
-            #expect(stat(store + "/" + name, &info) == 0)
-            files[name] = name == "lock.mdb" ? [Int(info.st_size)] : [Int(info.st_size), info.st_mtim.tv_sec, info.st_mtim.tv_nsec]
-        }
-        return files
-    }
-
     @Test(arguments: readCommands + [["export", "EXPORT"]])
     func aReadCommandLeavesEveryStoreFileAsItWas(arguments: [String]) throws {
         try withTemporaryDirectory { directory throws in
             let store = directory + "/s"
             try AdminBinary.makeDemoStore(store)
-            let before = try snapshot(store)
+            let before = try AdminBinary.fileFacts(store)
             let result = try AdminBinary.run(["--store", store] + arguments.map { $0 == "EXPORT" ? directory + "/export" : $0 })
             #expect(result.status == 0, "\(result.standardError)")
-            #expect(try snapshot(store) == before)
+            #expect(try AdminBinary.fileFacts(store) == before)
         }
     }
 

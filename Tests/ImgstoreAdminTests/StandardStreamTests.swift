@@ -5,17 +5,6 @@ import Testing
 /// The tool as cron, systemd and scripts run it: standard descriptors closed, stdout on a full
 /// disk or a pipe whose reader has gone.
 @Suite struct StandardStreamTests {
-    /// Sizes and modification times of the store's files, to see that nothing touched them.
-    private func snapshot(_ store: String) throws -> [String: [Int]] {
-        var files: [String: [Int]] = [:]
-        for name in try FileManager.default.contentsOfDirectory(atPath: store) {
-            var info = stat()
-            guard stat(store + "/" + name, &info) == 0 else { continue }
-            files[name] = [Int(info.st_size), info.st_mtim.tv_sec, info.st_mtim.tv_nsec]
-        }
-        return files
-    }
-
     // MARK: - Closed descriptors 0, 1, 2
 
     /// With 0–2 closed, the store's files used to get descriptors 1 and 2, and the tool's own
@@ -32,11 +21,11 @@ import Testing
             let store = directory + "/s"
             try AdminBinary.makeDemoStore(store)
             let data = try Data(contentsOf: URL(fileURLWithPath: store + "/data.mdb"))
-            let lockBefore = try snapshot(store)["lock.mdb"]
+            let lockBefore = try AdminBinary.fileFacts(store)["lock.mdb"]
             let result = try AdminBinary.shell(#""$ADMIN" --store "$@" <&- >&- 2>&-; echo "status=$?""#, [store] + arguments)
             #expect(result.output.hasPrefix("status="), "\(result.standardError)")
             #expect(try Data(contentsOf: URL(fileURLWithPath: store + "/data.mdb")) == data, "data.mdb unchanged")
-            #expect(try snapshot(store)["lock.mdb"]?[0] == lockBefore?[0], "lock.mdb keeps its size")
+            #expect(try AdminBinary.fileFacts(store)["lock.mdb"]?[0] == lockBefore?[0], "lock.mdb keeps its size")
             let verify = try AdminBinary.run(["--store", store, "verify"])
             #expect(verify.status == 0, "\(verify.output)\(verify.standardError)")
             #expect(verify.output == "OK: 7 entries and 0 log segment(s) checked\n")
