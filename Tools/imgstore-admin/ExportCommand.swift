@@ -26,8 +26,9 @@ enum ExportCommand: AdminCommand {
             same way, so a manifest present means a complete export:
               {"entries": [{"bytes": 3870, "checksum": "<XXH3-64, 16 hex digits>", "createdAt": "<ISO 8601>",
                             "expiresAt": "<ISO 8601>" or null, "file": "c-0123456789abcdef.png", "format": "png",
-                            "height": 48, "url": "https://…", "width": 64}, ...],
+                            "height": 48, "lastAccessedAt": "<ISO 8601>", "url": "https://…", "width": 64}, ...],
                "format": "imgstore-export", "version": 1}
+            (each entry is an ls --json entry plus "file"; dates in UTC with milliseconds; one line)
             Restore with: imgstore-admin import --manifest DIR/manifest.json DIR
 
             Exit status: 0 every live entry exported; 74 DIR cannot be created or written, DIR is not empty
