@@ -43,9 +43,11 @@ public final class ImageStore: Sendable {
     /// recovers its write-ahead log (see `recoveryReport`).
     /// - Throws: `notADirectory`, `notWritable`, `notAStore` (the directory holds other
     ///   files), `newerFormat`, `corruptStore`, `alreadyOpen`, `writerLocked` (another process
-    ///   writes to it; open with `readOnly`), `walCorrupt`.
+    ///   writes to it; open with `readOnly`), `walCorrupt`, `invalidArgument` (a numeric
+    ///   configuration field out of range), `storage` (a closed descriptor 0-2 cannot be filled).
     public init(path: String, configuration: Configuration = .init()) throws(ImageStoreError) {
-        precondition(configuration.maxEntryBytes > 0 && configuration.maxURLBytes > 0, "limits must be positive")
+        try configuration.validate()
+        try StandardDescriptors.reserve(path: path)
         if configuration.readOnly {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
@@ -165,7 +167,7 @@ public final class ImageStore: Sendable {
     ///     `ImageStore.never` (infinity) for never.
     ///   - validators: the origin's `ETag`/`Last-Modified`, kept for revalidation.
     /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `emptyData`, `entryTooLarge`,
-    ///   `invalidImage` (all before anything is written); `storeFull` (it would not fit),
+    ///   `invalidImage`, `invalidArgument` (a `ttl` or batch interval out of range; all before anything is written); `storeFull` (it would not fit),
     ///   `diskFull`, `logFailed` (nothing acknowledged); `readOnly`; `closed`.
     @discardableResult
     public func put(_ data: Data, for url: String, ttl: TimeInterval? = nil, validators: CacheValidators = CacheValidators(),
@@ -178,14 +180,14 @@ public final class ImageStore: Sendable {
         guard data.count <= limit else { throw .entryTooLarge(byteCount: data.count, limit: limit) }
         let facts = try validate(data, url: normalized)
         let now = Self.milliseconds(configuration.clock())
-        let expiry = policy.expiry(now: now, ttl: ttl)
+        let expiry = try policy.expiry(now: now, ttl: ttl)
         var record = EntryRecord(
             url: normalized, cacheKey: cacheKey, byteCount: data.count,
             checksum: data.withUnsafeBytes(Checksum.blob), createdAt: now,
             expiresAt: expiry.expiresAt, lastAccess: now, facts: facts, validators: validators)
         record.slidingSeconds = expiry.slidingSeconds
         maintenance?.tracker.forget(cacheKey)
-        try writes.append(.put(record, data), durability: durability ?? configuration.durability)
+        try writes.append(.put(record, data), durability: try resolved(durability))
         counters.puts.add(1, ordering: .relaxed)
         return Self.info(record)
     }
@@ -203,14 +205,14 @@ public final class ImageStore: Sendable {
         guard let current = try get(url, allowingStale: true) else { return nil }
         let (normalized, cacheKey) = try keys(for: url)
         let now = Self.milliseconds(configuration.clock())
-        let expiry = policy.expiry(now: now, ttl: ttl)
+        let expiry = try policy.expiry(now: now, ttl: ttl)
         var record = EntryRecord(
             url: normalized, cacheKey: cacheKey, byteCount: current.data.count, checksum: current.info.checksum,
             createdAt: Self.milliseconds(current.info.createdAt), expiresAt: expiry.expiresAt,
             lastAccess: now, facts: current.info.image, validators: validators ?? current.info.validators)
         record.slidingSeconds = expiry.slidingSeconds
         maintenance?.tracker.forget(cacheKey)
-        try writes.append(.put(record, current.data), durability: durability ?? configuration.durability)
+        try writes.append(.put(record, current.data), durability: try resolved(durability))
         return Self.info(record)
     }
 
@@ -222,14 +224,14 @@ public final class ImageStore: Sendable {
         let writes = try writePath()
         let cacheKey = try keys(for: url).cacheKey
         guard try record(cacheKey: cacheKey) != nil else { return false }
-        try writes.append(.delete(cacheKey: cacheKey), durability: durability ?? configuration.durability)
+        try writes.append(.delete(cacheKey: cacheKey), durability: try resolved(durability))
         return true
     }
 
     /// Removes every entry, atomically.
     public func removeAll(durability: Durability? = nil) throws(ImageStoreError) {
         try checkOpen()
-        try writePath().append(.deleteAll, durability: durability ?? configuration.durability)
+        try writePath().append(.deleteAll, durability: try resolved(durability))
     }
 
     // MARK: - Reading
@@ -349,6 +351,13 @@ public final class ImageStore: Sendable {
         case .deleted: nil
         case .unknown: try tier.record(cacheKey: cacheKey)
         }
+    }
+
+    /// The durability a call asked for, else the configuration's, with its interval checked.
+    private func resolved(_ durability: Durability?) throws(ImageStoreError) -> Durability {
+        guard let durability else { return configuration.durability }
+        try Configuration.check(durability, name: "durability")
+        return durability
     }
 
     private func writePath() throws(ImageStoreError) -> WritePath {

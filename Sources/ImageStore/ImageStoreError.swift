@@ -20,6 +20,9 @@ public enum ImageStoreError: Error, Sendable, Hashable, CustomStringConvertible 
     case entryTooLarge(byteCount: Int, limit: Int)
     /// The data failed image validation; `reason` comes from the validator.
     case invalidImage(url: String, reason: String)
+    /// A number given to the API (an argument such as `ttl`, or a `Configuration` field) is
+    /// out of range; `allowed` says what it must be.
+    case invalidArgument(name: String, value: String, allowed: String)
 
     // MARK: Opening
     /// The store path exists and is not a directory.
@@ -72,6 +75,8 @@ public enum ImageStoreError: Error, Sendable, Hashable, CustomStringConvertible 
             "The image is \(byteCount) bytes, over the limit of \(limit) bytes per entry (Configuration.maxEntryBytes)."
         case let .invalidImage(url, reason):
             "The data for \(url) is not a valid image: \(reason). It was not stored."
+        case let .invalidArgument(name, value, allowed):
+            "\(name) is \(value), out of range: it must be \(allowed)."
         case let .notADirectory(path):
             "The store path \(path) exists and is not a directory; choose a directory path."
         case let .notWritable(path, reason):

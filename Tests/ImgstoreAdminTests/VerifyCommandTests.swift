@@ -4,7 +4,7 @@ import Testing
 
 /// `imgstore-admin verify` as ops and CI use it: fsck's exit codes, a summary, JSON.
 @Suite struct VerifyCommandTests {
-    private let admin = ChildProcess.product("imgstore-admin")
+    private let admin = AdminBinary.path
 
     @Test func exitCodesFollowFsck() throws {
         try withTemporaryDirectory { directory throws in

@@ -11,25 +11,37 @@ protocol AdminCommand {
 struct CommandContext {
     var storePath: String
 
-    /// Opens the store, mapping failures to exit status 74 (or 65 for bad data).
-    func openStore(configuration: ImageStore.Configuration = .init()) throws(CommandFailure) -> ImageStore {
+    /// How a command uses the store.
+    enum Access {
+        /// Read only: never creates or changes anything, works beside a writer and on
+        /// read-only media; sees what has been applied to LMDB.
+        case read
+        /// As its writer, on a store that exists.
+        case write
+        /// As its writer, creating the store when it is missing (`put`, `import`, `demo`, `fetch`).
+        case create
+    }
+
+    /// Opens the store for `access`. A missing store is status 66 for `read` and `write`
+    /// (`missingStatus` lets verify use fsck's 8), other failures 74 (or 65 for bad data).
+    func openStore(_ access: Access, configuration: ImageStore.Configuration = .init(),
+                   missingStatus: ExitCode = .noInput) throws(CommandFailure) -> ImageStore {
+        if access != .create { try requireStore(missingStatus: missingStatus) }
+        var configuration = configuration
+        configuration.readOnly = access == .read
+        if access == .read { configuration.sweepInterval = nil }
         do { return try ImageStore(path: storePath, configuration: configuration) } catch {
             throw CommandFailure(storeError: error)
         }
     }
 
-    /// Opens the store to read: as its writer when no other process is (so the log is
-    /// recovered first), else read-only, seeing what the writer has applied.
-    func openStoreForReading() throws(CommandFailure) -> ImageStore {
-        do { return try ImageStore(path: storePath) } catch {
-            switch error {
-            case .writerLocked:
-                var configuration = ImageStore.Configuration()
-                configuration.readOnly = true
-                return try openStore(configuration: configuration)
-            default:
-                throw CommandFailure(storeError: error)
-            }
+    /// Fails with "no store at PATH" unless the store's data file is there. A path that is
+    /// not a directory is left to the store, which says so.
+    func requireStore(missingStatus: ExitCode = .noInput) throws(CommandFailure) {
+        var isDirectory: ObjCBool = false
+        let exists = FileManager.default.fileExists(atPath: storePath, isDirectory: &isDirectory)
+        if !exists || (isDirectory.boolValue && !FileManager.default.fileExists(atPath: storePath + "/data.mdb")) {
+            throw CommandFailure(code: missingStatus, message: "no store at \(storePath)")
         }
     }
 
@@ -37,11 +49,23 @@ struct CommandContext {
 }
 
 extension CommandFailure {
-    /// The exit status an `ImageStoreError` ends the tool with: 65 for bad input, 74 otherwise.
+    /// The exit status and message an `ImageStoreError` ends the tool with: 65 for bad input,
+    /// 74 otherwise. Messages that name library API (`Configuration.…`, `readOnly`,
+    /// `salvageDamagedLog`) are said in the tool's terms.
     init(storeError error: ImageStoreError) {
         switch error {
-        case .emptyURL, .malformedURL, .urlTooLong, .emptyData, .entryTooLarge, .invalidImage:
+        case let .urlTooLong(length, limit):
+            self.init(code: .dataError, message: "The URL is \(length) bytes long, over the limit of \(limit) bytes.")
+        case let .entryTooLarge(byteCount, limit):
+            self.init(code: .dataError, message: "The image is \(byteCount) bytes, over the limit of \(limit) bytes per entry.")
+        case .emptyURL, .malformedURL, .emptyData, .invalidImage, .invalidArgument:
             self.init(code: .dataError, message: error.description)
+        case let .writerLocked(path, holder):
+            self.init(code: .ioError, message: "the store at \(path) is open for writing by another process (\(holder)); stop it first, or use a read command (ls, get, stats, verify without --repair)")
+        case let .walCorrupt(path, detail):
+            self.init(code: .ioError, message: "The write-ahead log of the store at \(path) is damaged: \(detail). Acknowledged writes after the damage would be lost; run imgstore-admin verify --repair to skip the damage (it reports what it skipped), or restore the store.")
+        case let .storeFull(path, limit):
+            self.init(code: .ioError, message: "The store at \(path) is full: it reached its maximum map size of \(limit) bytes. Remove entries (rm, expire) and run imgstore-admin compact.")
         default:
             self.init(code: .ioError, message: error.description)
         }
@@ -53,13 +77,6 @@ extension CommandFailure {
     }
 }
 
-/// Unbuffered writes to the standard streams.
-enum Output {
-    static func standardOutput(_ text: String) { FileHandle.standardOutput.write(Data(text.utf8)) }
-    static func standardOutput(_ data: Data) { FileHandle.standardOutput.write(data) }
-    static func standardError(_ text: String) { FileHandle.standardError.write(Data(text.utf8)) }
-}
-
 /// Formatting shared by the listing commands.
 enum Describe {
     static func image(_ facts: ImageFacts?) -> String {
@@ -67,18 +84,24 @@ enum Describe {
         return "\(facts.format.rawValue) \(facts.width)x\(facts.height)"
     }
 
-    static func json(_ object: Any) -> String {
-        let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-        return String(decoding: data, as: UTF8.self)
+    /// `text` with control characters escaped (`\n`, `\t`, `\r`, else `\u{XX}`), so a URL or
+    /// message from the outside stays on one line and cannot drive the terminal.
+    static func escaped(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": out += "\\n"
+            case "\t": out += "\\t"
+            case "\r": out += "\\r"
+            case _ where isControl(scalar): out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
     }
 
-    static func entryObject(_ info: EntryInfo) -> [String: Any] {
-        [
-            "url": info.url, "bytes": info.byteCount, "checksum": String(format: "%016llx", info.checksum),
-            "createdAt": ISO8601DateFormatter().string(from: info.createdAt),
-            "expiresAt": info.expiresAt.map { ISO8601DateFormatter().string(from: $0) } ?? NSNull(),
-            "format": info.image?.format.rawValue ?? NSNull(),
-            "width": info.image?.width ?? NSNull(), "height": info.image?.height ?? NSNull(),
-        ]
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
     }
 }

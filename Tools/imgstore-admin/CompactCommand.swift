@@ -13,15 +13,25 @@ enum CompactCommand: AdminCommand {
             OptionSpec(name: "--dry-run", help: "estimate the gain, change nothing"),
         ],
         positional: 0...0,
-        details: "Refused (status 74) while another process has the store open for writing or reading.")
+        details: """
+            Refused (status 74) while another process has the store open for writing or reading.
+            With --dry-run it is a read command: it only estimates, and works while a service writes.
+            """)
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         let options = ImageStore.CompactionOptions(
             purgeExpired: arguments.has("--purge-expired"), purgeQuarantine: arguments.has("--purge-quarantine"),
             dryRun: arguments.has("--dry-run"))
-        if isatty(2) == 1 && !options.dryRun { Output.standardError("compacting \(context.storePath)…") }
-        let report = try CommandFailure.mapping { () throws(ImageStoreError) in
-            try ImageStore.compact(path: context.storePath, options: options)
+        let report: CompactionReport
+        if options.dryRun {
+            let store = try context.openStore(.read)
+            report = try CommandFailure.mapping { () throws(ImageStoreError) in try store.compact(options) }
+        } else {
+            try context.requireStore()
+            if isatty(2) == 1 { Output.standardError("compacting \(Describe.escaped(context.storePath))…") }
+            report = try CommandFailure.mapping { () throws(ImageStoreError) in
+                try ImageStore.compact(path: context.storePath, options: options)
+            }
         }
         if isatty(2) == 1 && !options.dryRun { Output.standardError("\r\u{1B}[K") }
         let verb = report.dryRun ? "would shrink" : "shrank"

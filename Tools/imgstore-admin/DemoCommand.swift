@@ -18,10 +18,10 @@ enum DemoCommand: AdminCommand {
         guard !names.isEmpty else {
             throw CommandFailure(code: .ioError, message: "no images found in \(directory); run from the repository root or pass --fixtures DIR")
         }
-        let store = try context.openStore()
+        let store = try context.openStore(.create)
         context.print("store: \(store.path)")
         for name in names {
-            let data = try PutCommand.readFile(directory + "/" + name)
+            let data = try PutCommand.readFile(directory + "/" + name, limit: store.configuration.maxEntryBytes)
             let url = "https://demo.imgstore.invalid/fixtures/" + name
             let info = try CommandFailure.mapping { () throws(ImageStoreError) in try store.put(data, for: url) }
             guard let back = try CommandFailure.mapping({ () throws(ImageStoreError) in try store.get(url) }), back.data == data else {
@@ -30,7 +30,6 @@ enum DemoCommand: AdminCommand {
             context.print("  put+get ok  \(String(info.byteCount).leftPadded(6)) bytes  \(Describe.image(info.image).padding(toLength: 14, withPad: " ", startingAt: 0))  \(url)")
         }
         context.print("\(names.count) images stored and read back byte for byte.")
-        let stats = try CommandFailure.mapping { () throws(ImageStoreError) in try store.statistics() }
-        context.print(StatsCommand.describe(stats, path: store.path))
+        context.print(StatsCommand.describe(try StatsCommand.facts(of: store)))
     }
 }

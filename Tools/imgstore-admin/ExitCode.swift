@@ -9,6 +9,8 @@ struct ExitCode: RawRepresentable, Hashable {
     static let notFound = ExitCode(rawValue: 1)
     /// The command line is wrong (EX_USAGE).
     static let usage = ExitCode(rawValue: 64)
+    /// The store named by `--store` does not exist (EX_NOINPUT); nothing was created.
+    static let noInput = ExitCode(rawValue: 66)
     /// The input data is bad: not an image, too large, a malformed URL (EX_DATAERR).
     static let dataError = ExitCode(rawValue: 65)
     /// An I/O or storage error: cannot open, disk full, corrupt store (EX_IOERR).
@@ -25,7 +27,8 @@ struct ExitCode: RawRepresentable, Hashable {
     static let verifyUsage = ExitCode(rawValue: 16)
 }
 
-/// A failure that ends the command with `code`, after printing `message` as one line on stderr.
+/// A failure that ends the command with `code`, after printing `message` as one line on stderr
+/// (nothing when `message` is empty: the command has already said everything on stdout).
 struct CommandFailure: Error {
     var code: ExitCode
     var message: String

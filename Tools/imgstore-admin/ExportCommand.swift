@@ -26,8 +26,9 @@ enum ExportCommand: AdminCommand {
             same way, so a manifest present means a complete export:
               {"entries": [{"bytes": 3870, "checksum": "<XXH3-64, 16 hex digits>", "createdAt": "<ISO 8601>",
                             "expiresAt": "<ISO 8601>" or null, "file": "c-0123456789abcdef.png", "format": "png",
-                            "height": 48, "url": "https://…", "width": 64}, ...],
+                            "height": 48, "lastAccessedAt": "<ISO 8601>", "url": "https://…", "width": 64}, ...],
                "format": "imgstore-export", "version": 1}
+            (each entry is an ls --json entry plus "file"; dates in UTC with milliseconds; one line)
             Restore with: imgstore-admin import --manifest DIR/manifest.json DIR
 
             Exit status: 0 every live entry exported; 74 DIR cannot be created or written, DIR is not empty
@@ -37,13 +38,34 @@ enum ExportCommand: AdminCommand {
 
     static let manifestName = "manifest.json"
 
+    /// `manifest.json`: what `import --manifest` reads back.
+    struct Manifest: Encodable {
+        var format = "imgstore-export"
+        var version = 1
+        var entries: [ManifestEntry]
+    }
+
+    /// One exported entry: its file name beside the fields `ls --json` gives, in one object.
+    struct ManifestEntry: Encodable {
+        var file: String
+        var entry: EntryJSON
+
+        private enum Keys: String, CodingKey { case file }
+
+        func encode(to encoder: any Encoder) throws {
+            try entry.encode(to: encoder)
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(file, forKey: .file)
+        }
+    }
+
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         let directory = arguments.positionals[0]
-        let store = try context.openStoreForReading()
+        let store = try context.openStore(.read)
         try prepare(directory, force: arguments.has("--force"))
         let entries = try CommandFailure.mapping { () throws(ImageStoreError) in try store.entries() }.sorted { $0.url < $1.url }
         var namer = FileNamer()
-        var manifest: [[String: Any]] = []
+        var manifest: [ManifestEntry] = []
         var leftOut = 0, unreadable = 0
         var progress = Progress(label: "export", total: entries.count)
         for (index, entry) in entries.enumerated() {
@@ -51,7 +73,7 @@ enum ExportCommand: AdminCommand {
             let image: StoredImage?
             do { image = try store.get(entry.url) } catch {
                 progress.finish()
-                Output.standardError("imgstore-admin export: cannot read \(entry.url): \(error)\n")
+                Output.standardError("imgstore-admin export: cannot read \(Describe.escaped(entry.url)): \(Describe.escaped(error.description))\n")
                 unreadable += 1
                 continue
             }
@@ -59,14 +81,11 @@ enum ExportCommand: AdminCommand {
             guard let image else { leftOut += 1; continue }
             let name = namer.name(for: image.info.url, format: image.info.image?.format)
             try writeDurably(image.data, to: directory, name: name)
-            var object = Describe.entryObject(image.info)
-            object["file"] = name
-            manifest.append(object)
+            manifest.append(ManifestEntry(file: name, entry: EntryJSON(image.info)))
         }
         progress.finish()
-        let document: [String: Any] = ["format": "imgstore-export", "version": 1, "entries": manifest]
-        let json = try! JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted])
-        try writeDurably(json + Data("\n".utf8), to: directory, name: manifestName)
+        let json = JSONOutput.line(Manifest(entries: manifest))
+        try writeDurably(Data((json + "\n").utf8), to: directory, name: manifestName)
         try syncDirectory(directory)
         context.print("exported \(manifest.count) entries to \(directory)/\(manifestName)"
             + (leftOut > 0 ? " (\(leftOut) expired or removed left out)" : ""))
@@ -90,8 +109,13 @@ enum ExportCommand: AdminCommand {
                 throw CommandFailure(code: .ioError, message: "\(directory) is not empty; pass --force to write into it anyway")
             }
         } else {
-            do { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch {
-                throw CommandFailure(code: .ioError, message: "cannot create \(directory): \((error as NSError).localizedDescription)")
+            // mkdir -p, so the message is the system's reason, not Foundation's.
+            var prefix = directory.hasPrefix("/") ? "" : "."
+            for component in directory.split(separator: "/") {
+                prefix += "/" + component
+                guard mkdir(prefix, 0o755) == 0 || errno == EEXIST else {
+                    throw CommandFailure(code: .ioError, message: "cannot create \(directory): \(String(cString: strerror(errno)))")
+                }
             }
         }
     }

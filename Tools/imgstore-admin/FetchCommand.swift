@@ -9,8 +9,8 @@ enum FetchCommand: AdminCommand {
         summary: "Load each URL through the loader into the store (store, else network). Exits 1 if any fails.",
         arguments: "URL...",
         options: [
-            OptionSpec(name: "--timeout", value: "SECONDS", help: "per-download timeout (default 30)"),
-            OptionSpec(name: "--concurrency", value: "N", help: "downloads at once (default 8)"),
+            OptionSpec(name: "--timeout", value: "SECONDS", help: "per-download timeout, at most 86400 (default 30)"),
+            OptionSpec(name: "--concurrency", value: "N", help: "downloads at once, 1 to 1024 (default 8)"),
         ],
         positional: 1...Int.max,
         details: """
@@ -22,32 +22,13 @@ enum FetchCommand: AdminCommand {
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         var configuration = ImageLoader.Configuration()
-        if let text = arguments.value("--timeout") {
-            guard let seconds = Double(text), seconds > 0 else { throw usage("--timeout needs a positive number of seconds") }
-            configuration.timeout = seconds
-        }
-        if let text = arguments.value("--concurrency") {
-            guard let count = Int(text), count > 0 else { throw usage("--concurrency needs a positive whole number") }
-            configuration.maxConcurrentDownloads = count
-        }
-        let store = try context.openStore()
+        if let seconds = try Options.seconds("--timeout", arguments, limit: 86_400) { configuration.timeout = seconds }
+        if let count = try Options.count("--concurrency", arguments, in: 1...1024) { configuration.maxConcurrentDownloads = count }
+        let store = try context.openStore(.create)
         defer { store.close() }
         let loader = ImageLoader(store: store, configuration: configuration)
         let urls = arguments.positionals
-        let results = wait {
-            await withTaskGroup(of: (Int, Result<LoadedImage, ImageLoaderError>).self) { group in
-                for (index, url) in urls.enumerated() {
-                    group.addTask {
-                        do throws(ImageLoaderError) { return (index, .success(try await loader.load(url))) } catch {
-                            return (index, .failure(error))
-                        }
-                    }
-                }
-                var results = [Result<LoadedImage, ImageLoaderError>?](repeating: nil, count: urls.count)
-                for await (index, result) in group { results[index] = result }
-                return results.map { $0! }
-            }
-        }
+        let results = wait { await loadAll(urls, with: loader) }
         var failures = 0
         for (url, result) in zip(urls, results) {
             switch result {
@@ -55,10 +36,10 @@ enum FetchCommand: AdminCommand {
                 let source = image.source.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0)
                 let size = "\(image.data.count) bytes".padding(toLength: 13, withPad: " ", startingAt: 0)
                 let facts = Describe.image(image.facts).padding(toLength: 16, withPad: " ", startingAt: 0)
-                context.print("\(source)\(size)\(facts)\(url)")
+                context.print("\(source)\(size)\(facts)\(Describe.escaped(url))")
             case let .failure(error):
                 failures += 1
-                context.print("failed      \(url): \(error.description)")
+                context.print("failed      \(Describe.escaped(url)): \(Describe.escaped(error.description))")
             }
         }
         if failures > 0 {
@@ -66,7 +47,41 @@ enum FetchCommand: AdminCommand {
         }
     }
 
-    private static func usage(_ message: String) -> CommandFailure { CommandFailure(code: .usage, message: message) }
+    /// Loads every URL at once (the loader limits downloads) and returns the outcomes in the
+    /// order of `urls`.
+    ///
+    /// Each child task awaits the load into a local before it builds the tuple it returns. Written
+    /// as `return (index, .success(try await loader.load(url)))`, Swift 6.3.1's optimiser (-O
+    /// only) lost `index` across the suspension in the middle of the tuple expression: the
+    /// task reported index 0 for every URL, so the other slots stayed nil and the release build
+    /// trapped on the unwrap. The code was correct Swift; the compiler was wrong (a standalone
+    /// reproducer, with no imgstore code, shows the same with -O and not with -Onone).
+    static func loadAll(_ urls: [String], with loader: ImageLoader) async -> [Result<LoadedImage, ImageLoaderError>] {
+        await withTaskGroup(of: (Int, Result<LoadedImage, ImageLoaderError>).self) { group in
+            for (index, url) in urls.enumerated() {
+                group.addTask {
+                    let outcome = await load(url, with: loader)
+                    return (index, outcome)
+                }
+            }
+            var results = [Result<LoadedImage, ImageLoaderError>?](repeating: nil, count: urls.count)
+            for await (index, result) in group { results[index] = result }
+            return results.enumerated().map { index, result in
+                // Invariant: each child task reports its own index exactly once.
+                guard let result else { preconditionFailure("no result for URL \(index) of \(urls.count)") }
+                return result
+            }
+        }
+    }
+
+    private static func load(_ url: String, with loader: ImageLoader) async -> Result<LoadedImage, ImageLoaderError> {
+        do throws(ImageLoaderError) {
+            let image = try await loader.load(url)
+            return .success(image)
+        } catch {
+            return .failure(error)
+        }
+    }
 
     /// Runs `body` on the global executor and blocks this (main) thread until it returns.
     private static func wait<R: Sendable>(_ body: @escaping @Sendable () async -> R) -> R {

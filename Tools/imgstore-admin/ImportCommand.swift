@@ -11,8 +11,7 @@ enum ImportCommand: AdminCommand {
         options: [
             OptionSpec(name: "--base-url", value: "URL", help: "the prefix of every file's URL (default: file:// + DIR's absolute path + /)"),
             OptionSpec(name: "--manifest", value: "FILE", help: "import exactly the files a manifest lists (as export writes), under its URLs"),
-            OptionSpec(name: "--ttl", value: "SECONDS", help: "seconds until the entries expire, or 'never' (default: the store's, 7 days)"),
-            OptionSpec(name: "--durability", value: "MODE", help: "sync (default), batched or none: when each put is acknowledged"),
+            Options.ttlOption, Options.durabilityOption,
             OptionSpec(name: "--json", help: "print one JSON line per file, after its put was acknowledged"),
             PutCommand.strictOption,
         ],
@@ -63,8 +62,8 @@ enum ImportCommand: AdminCommand {
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         let directory = arguments.positionals[0]
-        let ttl = try parseTTL(arguments.value("--ttl"))
-        let durability = try parseDurability(arguments.value("--durability"))
+        let ttl = try Options.ttl(arguments)
+        let durability = try Options.durability(arguments)
         let json = arguments.has("--json")
         if arguments.value("--manifest") != nil && arguments.value("--base-url") != nil {
             throw ArgumentParser.usage("--manifest and --base-url cannot be used together")
@@ -82,18 +81,16 @@ enum ImportCommand: AdminCommand {
             }
         }
 
-        let store = try context.openStore(configuration: PutCommand.configuration(arguments))
+        let store = try context.openStore(.create, configuration: PutCommand.configuration(arguments))
         var progress = Progress(label: "import", total: candidates.count)
         var imported = 0, badData = 0, unreadable = 0
         func report(_ candidate: Candidate, _ message: String, _ code: ExitCode) {
             if code == .dataError { badData += 1 } else { unreadable += 1 }
             if json {
-                var object: [String: Any] = ["path": candidate.path, "ok": false, "error": message]
-                if let url = candidate.url { object["url"] = url }
-                context.print(Describe.json(object))
+                context.print(JSONOutput.line(ImportLineJSON(path: candidate.path, url: candidate.url, ok: false, error: message)))
             } else {
                 progress.finish()
-                Output.standardError("imgstore-admin import: skipped \(candidate.path): \(message)\n")
+                Output.standardError("imgstore-admin import: skipped \(Describe.escaped(candidate.path)): \(Describe.escaped(message))\n")
             }
         }
         for (index, candidate) in candidates.enumerated() {
@@ -101,8 +98,8 @@ enum ImportCommand: AdminCommand {
             if let problem = candidate.problem { report(candidate, problem.message, problem.code); continue }
             guard let url = candidate.url else { preconditionFailure("a candidate without a problem has a URL") }
             let data: Data
-            do { data = try PutCommand.readFile(directory + "/" + candidate.path) } catch {
-                report(candidate, error.message, .ioError)
+            do { data = try PutCommand.readFile(directory + "/" + candidate.path, limit: store.configuration.maxEntryBytes) } catch {
+                report(candidate, error.message, error.code == .dataError ? .dataError : .ioError)
                 continue
             }
             if let expected = candidate.expectedBytes, expected != data.count {
@@ -114,12 +111,7 @@ enum ImportCommand: AdminCommand {
                 // The put has returned: the entry is as durable as `durability` asks, so it may be reported.
                 imported += 1
                 if json {
-                    let object: [String: Any] = [
-                        "path": candidate.path, "url": info.url, "ok": true, "bytes": info.byteCount,
-                        "format": info.image?.format.rawValue ?? NSNull(),
-                        "width": info.image?.width ?? NSNull(), "height": info.image?.height ?? NSNull(),
-                    ]
-                    context.print(Describe.json(object))
+                    context.print(JSONOutput.line(ImportLineJSON(path: candidate.path, url: info.url, ok: true, bytes: info.byteCount, facts: info.image)))
                 }
             } catch {
                 let failure = CommandFailure(storeError: error)
@@ -128,7 +120,7 @@ enum ImportCommand: AdminCommand {
                     continue
                 }
                 // The store itself failed (disk full, store full, log failed): nothing more can be stored.
-                if json { context.print(Describe.json(["path": candidate.path, "url": url, "ok": false, "error": failure.message])) }
+                if json { context.print(JSONOutput.line(ImportLineJSON(path: candidate.path, url: url, ok: false, error: failure.message))) }
                 progress.finish()
                 store.close()
                 throw CommandFailure(
@@ -146,27 +138,6 @@ enum ImportCommand: AdminCommand {
         }
         if badData > 0 {
             throw CommandFailure(code: .dataError, message: "\(badData) file(s) skipped as bad data")
-        }
-    }
-
-    // MARK: - Options
-
-    static func parseTTL(_ value: String?) throws(CommandFailure) -> TimeInterval? {
-        guard let value else { return nil }
-        if value == "never" { return ImageStore.never }
-        guard let seconds = Double(value), seconds.isFinite, seconds > 0 else {
-            throw ArgumentParser.usage("--ttl needs a number of seconds greater than 0, or never; got '\(value)'")
-        }
-        return seconds
-    }
-
-    static func parseDurability(_ value: String?) throws(CommandFailure) -> Durability? {
-        switch value {
-        case nil: return nil
-        case "sync": return .sync
-        case "batched": return .batched(interval: Durability.defaultBatchInterval)
-        case "none": return Durability.none
-        case let other?: throw ArgumentParser.usage("--durability must be sync, batched or none; got '\(other)'")
         }
     }
 
@@ -255,7 +226,7 @@ enum ImportCommand: AdminCommand {
     /// the whole import with 65 before anything is stored; an entry with an unsafe file name is
     /// reported and skipped as bad data.
     static func manifestCandidates(_ file: String) throws(CommandFailure) -> [Candidate] {
-        let data = try PutCommand.readFile(file)
+        let data = try PutCommand.readFile(file, limit: 1 << 30)
         let shape = #"expected {"entries": [{"file": ..., "url": ...}, ...]}"#
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
               let entries = object["entries"] as? [[String: Any]]

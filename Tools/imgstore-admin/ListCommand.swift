@@ -9,15 +9,15 @@ enum ListCommand: AdminCommand {
         positional: 0...0)
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
-        let store = try context.openStoreForReading()
+        let store = try context.openStore(.read)
         let entries = try CommandFailure.mapping { () throws(ImageStoreError) in try store.entries() }
             .sorted { $0.url < $1.url }
         if arguments.has("--json") {
-            context.print(Describe.json(entries.map(Describe.entryObject)))
+            context.print(JSONOutput.line(entries.map(EntryJSON.init)))
             return
         }
         for entry in entries {
-            context.print("\(String(entry.byteCount).leftPadded(10))  \(Describe.image(entry.image).padding(toLength: 18, withPad: " ", startingAt: 0))  \(entry.url)")
+            context.print("\(String(entry.byteCount).leftPadded(10))  \(Describe.image(entry.image).padding(toLength: 18, withPad: " ", startingAt: 0))  \(Describe.escaped(entry.url))")
         }
     }
 }

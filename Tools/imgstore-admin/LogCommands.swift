@@ -1,36 +1,55 @@
 import Foundation
 import ImageStore
 
-/// `wal`: the write-ahead log's segments and sequence numbers.
+/// `wal`: the write-ahead log's segment files.
 enum LogStatusCommand: AdminCommand {
     static let spec = CommandSpec(
-        name: "wal", summary: "Open the store as its writer (recovering its log) and show the log's state.",
+        name: "wal", summary: "Show the write-ahead log's segment files (read-only; checkpoint applies them).",
         arguments: "", options: [OptionSpec(name: "--json", help: "print one JSON object")], positional: 0...0,
-        details: "Fails with status 74 while another process writes to the store.")
+        details: """
+            Read-only, like every read command: it works while a service writes to the store and never
+            recovers, applies or rolls the log (checkpoint does). Lists the live segments (wal-N.log) in
+            order with their sizes, the spare segments kept for reuse, and the bytes they all take on disk.
+            """)
+
+    /// The `--json` object.
+    struct LogJSON: Encodable {
+        struct Segment: Encodable {
+            var number: UInt64
+            /// The file's size (segments are preallocated, so this is not what was written).
+            var bytes: Int
+        }
+        var segments: [Segment]
+        var spareSegments: Int
+        /// Blocks allocated to all segment files, spare ones included.
+        var bytes: Int
+    }
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
-        let store = try context.openStore()
-        let report = store.recoveryReport
-        guard let status = store.logStatus else { return }
-        let object: [String: Any] = [
-            "openSegment": status.openSegment, "openSegmentBytes": status.openSegmentBytes,
-            "closedSegments": status.closedSegments, "nextSequence": status.nextSequence,
-            "syncedSequence": status.syncedSequence, "unappliedBytes": status.unappliedBytes,
-            "recovery": ["segmentsRead": report.segmentsRead, "recordsReplayed": report.recordsReplayed,
-                         "recordsAlreadyApplied": report.recordsAlreadyApplied,
-                         "tornBytesDropped": report.tornBytesDropped, "salvaged": report.salvaged],
-        ]
+        try context.requireStore()
+        let names: [String]
+        do { names = try FileManager.default.contentsOfDirectory(atPath: context.storePath) } catch {
+            throw CommandFailure(code: .ioError, message: "cannot read \(context.storePath): \(String(cString: strerror(errno)))")
+        }
+        var log = LogJSON(segments: [], spareSegments: 0, bytes: 0)
+        for name in names.sorted() where name.hasPrefix("wal-") && name.hasSuffix(".log") {
+            var info = stat()
+            guard stat(context.storePath + "/" + name, &info) == 0 else { continue }
+            log.bytes += Int(info.st_blocks) * 512
+            if name.hasPrefix("wal-spare-") {
+                log.spareSegments += 1
+            } else if let number = UInt64(name.dropFirst(4).dropLast(4)) {
+                log.segments.append(.init(number: number, bytes: Int(info.st_size)))
+            }
+        }
         if arguments.has("--json") {
-            context.print(Describe.json(object))
+            context.print(JSONOutput.line(log))
             return
         }
         context.print("""
-            recovery:        \(report.segmentsRead) segment(s) read, \(report.recordsReplayed) record(s) replayed, \
-            \(report.recordsAlreadyApplied) already applied, \(report.tornBytesDropped) torn byte(s) dropped
-            open segment:    \(status.openSegment) (\(status.openSegmentBytes) bytes written)
-            closed segments: \(status.closedSegments.isEmpty ? "none" : status.closedSegments.map(String.init).joined(separator: ", "))
-            next sequence:   \(status.nextSequence)
-            pending bytes:   \(status.unappliedBytes)
+            segments:        \(log.segments.isEmpty ? "none" : log.segments.map { "\($0.number) (\($0.bytes) bytes)" }.joined(separator: ", "))
+            spare segments:  \(log.spareSegments)
+            disk bytes:      \(log.bytes)
             """)
     }
 }
@@ -43,7 +62,7 @@ enum CheckpointCommand: AdminCommand {
         arguments: "", positional: 0...0, details: "Fails with status 74 while another process writes to the store.")
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
-        let store = try context.openStore()
+        let store = try context.openStore(.write)
         let report = store.recoveryReport
         try CommandFailure.mapping { () throws(ImageStoreError) in try store.checkpoint() }
         store.close()

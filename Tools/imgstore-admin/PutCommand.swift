@@ -1,13 +1,15 @@
 import Foundation
 import ImageStore
 
-/// `put URL FILE`: stores a file's bytes as the image for a URL.
+/// `put [--ttl S|never] [--durability MODE] URL FILE`: stores a file's bytes as the image for a URL.
 enum PutCommand: AdminCommand {
     static let spec = CommandSpec(
         name: "put", summary: "Validate FILE and store it as the image for URL (replacing any entry).",
-        arguments: "URL FILE",
-        options: [strictOption],
-        positional: 2...2)
+        arguments: "URL FILE", options: [Options.ttlOption, Options.durabilityOption, strictOption], positional: 2...2,
+        details: """
+            FILE may be - for standard input, or any readable file: a FIFO, /dev/stdin, a device. At most
+            the entry size limit (64 MiB) plus one byte is read; a larger input is refused (status 65).
+            """)
 
     /// `--strict` on `put` and `import`: the store's strict trailing-data policy for this run.
     static let strictOption = OptionSpec(
@@ -22,19 +24,48 @@ enum PutCommand: AdminCommand {
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         let (url, file) = (arguments.positionals[0], arguments.positionals[1])
-        let data = try readFile(file)
-        let store = try context.openStore(configuration: configuration(arguments))
-        let info = try CommandFailure.mapping { () throws(ImageStoreError) in try store.put(data, for: url) }
-        context.print("stored \(info.url) (\(info.byteCount) bytes, \(Describe.image(info.image)))")
+        let ttl = try Options.ttl(arguments)
+        let durability = try Options.durability(arguments)
+        let data = try readFile(file, limit: ImageStore.Configuration().maxEntryBytes)
+        let store = try context.openStore(.create, configuration: configuration(arguments))
+        let info = try CommandFailure.mapping { () throws(ImageStoreError) in
+            try store.put(data, for: url, ttl: ttl, durability: durability)
+        }
+        context.print("stored \(Describe.escaped(info.url)) (\(info.byteCount) bytes, \(Describe.image(info.image)))")
     }
 
-    /// The bytes of `path`, or a failure with status 74 naming the file and the reason.
-    static func readFile(_ path: String) throws(CommandFailure) -> Data {
-        do { return try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            var isDirectory: ObjCBool = false
-            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
-            let reason = !exists ? "no such file" : isDirectory.boolValue ? "it is a directory" : "permission denied"
-            throw CommandFailure(code: .ioError, message: "cannot read \(path): \(reason)")
+    /// The bytes of `path` (`-`: standard input), read with `read(2)` so any readable file works,
+    /// stopping after `limit` + 1 bytes.
+    /// - Throws: status 74 naming the file and the system's reason when it cannot be read; 65
+    ///   when it holds more than `limit` bytes.
+    static func readFile(_ path: String, limit: Int) throws(CommandFailure) -> Data {
+        let fd = path == "-" ? 0 : open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw unreadable(path, errno) }
+        defer { if fd != 0 { close(fd) } }
+        var info = stat()
+        if fstat(fd, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR { throw unreadable(path, EISDIR) }
+        var data = Data()
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while data.count <= limit {
+            let room = limit - data.count  // >= 0 here, so room + 1 cannot overflow unless room is Int.max
+            let wanted = room < chunk.count ? room + 1 : chunk.count
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, wanted) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw unreadable(path, errno)
+            }
+            if n == 0 { return data }
+            data.append(contentsOf: chunk[0..<n])
         }
+        throw CommandFailure(code: .dataError, message: "\(path) is larger than the limit of \(limit) bytes per entry")
+    }
+
+    private static func unreadable(_ path: String, _ code: Int32) -> CommandFailure {
+        let reason = switch code {
+        case ENOENT: "no such file"
+        case EISDIR: "it is a directory"
+        default: String(cString: strerror(code))
+        }
+        return CommandFailure(code: .ioError, message: "cannot read \(path): \(reason)")
     }
 }

@@ -12,23 +12,30 @@ enum QuarantineCommand: AdminCommand {
         ],
         positional: 0...0)
 
+    /// One quarantined entry in `--json` output.
+    struct QuarantinedJSON: Encodable {
+        var quarantinedAt: Date
+        var reason: String
+        @Nullable var url: String?
+        var bytes: Int
+    }
+
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         if arguments.has("--purge") {
-            let store = try context.openStore()
+            let store = try context.openStore(.write)
             let count = try CommandFailure.mapping { () throws(ImageStoreError) in try store.purgeQuarantine() }
             context.print("purged \(count) quarantined entr\(count == 1 ? "y" : "ies")")
             return
         }
-        let store = try context.openStoreForReading()
+        let store = try context.openStore(.read)
         let entries = try CommandFailure.mapping { () throws(ImageStoreError) in try store.quarantinedEntries() }
         if arguments.has("--json") {
-            context.print(Describe.json(entries.map {
-                ["quarantinedAt": ISO8601DateFormatter().string(from: $0.quarantinedAt), "reason": $0.reason.rawValue,
-                 "url": $0.url ?? NSNull(), "bytes": $0.bytes] as [String: Any]
+            context.print(JSONOutput.line(entries.map {
+                QuarantinedJSON(quarantinedAt: $0.quarantinedAt, reason: $0.reason.rawValue, url: $0.url, bytes: $0.bytes)
             }))
         } else {
             for entry in entries {
-                context.print("\(ISO8601DateFormatter().string(from: entry.quarantinedAt))  \(entry.reason.rawValue)  \(entry.bytes) bytes  \(entry.url ?? "(no metadata)")")
+                context.print("\(JSONOutput.date(entry.quarantinedAt))  \(entry.reason.rawValue)  \(entry.bytes) bytes  \(entry.url.map(Describe.escaped) ?? "(no metadata)")")
             }
         }
     }

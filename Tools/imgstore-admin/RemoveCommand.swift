@@ -7,10 +7,10 @@ enum RemoveCommand: AdminCommand {
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         let url = arguments.positionals[0]
-        let store = try context.openStore()
+        let store = try context.openStore(.write)
         guard try CommandFailure.mapping({ () throws(ImageStoreError) in try store.remove(url) }) else {
             throw CommandFailure(code: .notFound, message: "no entry for \(url)")
         }
-        context.print("removed \(url)")
+        context.print("removed \(Describe.escaped(url))")
     }
 }

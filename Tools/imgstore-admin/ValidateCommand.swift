@@ -12,7 +12,7 @@ enum ValidateCommand: AdminCommand {
         options: [
             OptionSpec(name: "--deep", help: "also decode every pixel (PNG, JPEG): catches damaged compressed data"),
             OptionSpec(name: "--strict", help: "reject bytes after the end marker (IEND, EOI, GIF trailer); default: accept and count them"),
-            OptionSpec(name: "--json", help: "one JSON object per file per line: path, ok, format, width, height, trailing_bytes, error"),
+            OptionSpec(name: "--json", help: "one JSON object per file per line: path, ok, format, width, height, trailingBytes, error"),
         ],
         positional: 1...Int.max,
         details: """
@@ -47,35 +47,28 @@ enum ValidateCommand: AdminCommand {
 
     /// One file's output line and whether it is a valid image.
     static func check(_ path: String, validator: ImageValidator, mode: ValidationMode, json: Bool) -> (line: String, ok: Bool) {
-        var object: [String: Any] = [
-            "path": path, "ok": false, "format": NSNull(), "width": NSNull(), "height": NSNull(), "trailing_bytes": NSNull(),
-            "error": NSNull(),
-        ]
+        var object = ValidationJSON(path: path, ok: false)
         let line: String
-        var ok = false
         do {
-            let data = try PutCommand.readFile(path)
+            let data = try PutCommand.readFile(path, limit: Int.max)
             do {
                 let facts = try validator.validate(data, mode: mode)
-                ok = true
-                object.merge([
-                    "ok": true, "format": facts.format.rawValue, "width": facts.width, "height": facts.height,
-                    "trailing_bytes": facts.trailingBytes,
-                ]) { $1 }
+                object = ValidationJSON(path: path, ok: true, format: facts.format.rawValue, width: facts.width,
+                                        height: facts.height, trailingBytes: facts.trailingBytes)
                 var notes: [String] = []
                 if facts.trailingBytes > 0 { notes.append("\(facts.trailingBytes) bytes after the end marker") }
                 if mode == .deep && !facts.isDecodedByDeepMode { notes.append("structure only: no decoder for this variant") }
-                line = "\(path): ok, \(facts.format.rawValue) \(facts.width)x\(facts.height)"
+                line = "\(Describe.escaped(path)): ok, \(facts.format.rawValue) \(facts.width)x\(facts.height)"
                     + (notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))")
             } catch {
-                object["error"] = error.description
-                object["format"] = ImageValidator.sniff(data).rawValue
-                line = "\(path): invalid: \(error.description)"
+                object.error = error.description
+                object.format = ImageValidator.sniff(data).rawValue
+                line = "\(Describe.escaped(path)): invalid: \(error.description)"
             }
         } catch {
-            object["error"] = error.message
-            line = "\(path): \(error.message)"
+            object.error = error.message
+            line = "\(Describe.escaped(path)): \(error.message)"
         }
-        return (json ? Describe.json(object) : line, ok)
+        return (json ? JSONOutput.line(object) : line, object.ok)
     }
 }

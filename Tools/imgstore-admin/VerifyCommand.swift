@@ -26,15 +26,33 @@ enum VerifyCommand: AdminCommand {
             """,
         usageExitCode: .verifyUsage)
 
+    /// The `--json` object.
+    struct ReportJSON: Encodable {
+        struct Problem: Encodable {
+            var kind: String
+            var subject: String
+            var detail: String
+            var repaired: Bool
+        }
+        var ok: Bool
+        var entriesChecked: Int
+        var logSegmentsChecked: Int
+        var tornLogBytes: Int
+        var problems: [Problem]
+        /// Problems by kind.
+        var counts: [String: Int]
+    }
+
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         let repair = arguments.has("--repair")
         var configuration = ImageStore.Configuration()
-        configuration.readOnly = !repair
         configuration.salvageDamagedLog = repair
         configuration.validation = .none  // verify reads; nothing it writes needs validating
         let store: ImageStore
-        do { store = try ImageStore(path: context.storePath, configuration: configuration) } catch {
-            throw CommandFailure(code: .verifyOperationalError, message: error.description)
+        do {
+            store = try context.openStore(repair ? .write : .read, configuration: configuration, missingStatus: .verifyOperationalError)
+        } catch {
+            throw CommandFailure(code: .verifyOperationalError, message: error.message)
         }
         let progress = SharedProgress(Progress(label: "verifying entries", total: (try? store.statistics().entryCount) ?? 0))
         var options = ImageStore.VerifyOptions(deep: arguments.has("--deep"), repair: repair)
@@ -48,15 +66,13 @@ enum VerifyCommand: AdminCommand {
         store.close()
 
         if arguments.has("--json") {
-            let object: [String: Any] = [
-                "ok": report.problems.isEmpty, "entriesChecked": report.entriesChecked,
-                "logSegmentsChecked": report.logSegmentsChecked, "tornLogBytes": report.tornLogBytes,
-                "problems": report.problems.map { ["kind": $0.kind.rawValue, "subject": $0.subject, "detail": $0.detail, "repaired": $0.repaired] },
-                "counts": Dictionary(uniqueKeysWithValues: report.countsByKind.map { ($0.key.rawValue, $0.value) }),
-            ]
-            context.print(Describe.json(object))
+            context.print(JSONOutput.line(ReportJSON(
+                ok: report.problems.isEmpty, entriesChecked: report.entriesChecked,
+                logSegmentsChecked: report.logSegmentsChecked, tornLogBytes: report.tornLogBytes,
+                problems: report.problems.map { .init(kind: $0.kind.rawValue, subject: $0.subject, detail: $0.detail, repaired: $0.repaired) },
+                counts: Dictionary(uniqueKeysWithValues: report.countsByKind.map { ($0.key.rawValue, $0.value) }))))
         } else {
-            for problem in report.problems { context.print(problem.description) }
+            for problem in report.problems { context.print(Describe.escaped(problem.description)) }
             if report.problems.isEmpty {
                 context.print("OK: \(report.entriesChecked) entries and \(report.logSegmentsChecked) log segment(s) checked")
             } else {
@@ -65,9 +81,9 @@ enum VerifyCommand: AdminCommand {
                 context.print("\(report.problems.count) problem(s) found (\(counts.joined(separator: ", "))), \(repaired) repaired")
             }
         }
+        // The summary is on stdout, once: the status says the rest.
         if report.problems.isEmpty { return }
-        if report.unrepaired.isEmpty { throw CommandFailure(code: .verifyRepaired, message: "all problems repaired") }
-        throw CommandFailure(code: .verifyProblemsLeft, message: "\(report.unrepaired.count) problem(s) left")
+        throw CommandFailure(code: report.unrepaired.isEmpty ? .verifyRepaired : .verifyProblemsLeft, message: "")
     }
 }
 

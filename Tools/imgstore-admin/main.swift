@@ -12,13 +12,20 @@ let commands: [any AdminCommand.Type] = [
 
 let version = "0.1.0"
 
+/// One line per command: the names in a column wide enough for the longest, two spaces, the summary.
+let commandTable: String = {
+    let width = commands.map { $0.spec.name.count }.max() ?? 0
+    return commands.map { "  " + $0.spec.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.spec.summary }
+        .joined(separator: "\n")
+}()
+
 let topLevelHelp = """
     usage: imgstore-admin [--store PATH] COMMAND [options] [arguments]
 
     The ops tool for imgstore image stores.
 
     commands:
-    \(commands.map { "  " + $0.spec.name.padding(toLength: 10, withPad: " ", startingAt: 0) + $0.spec.summary }.joined(separator: "\n"))
+    \(commandTable)
 
     global options:
       --store PATH   the store directory (default: $IMGSTORE_PATH, else ./imgstore)
@@ -30,7 +37,8 @@ let topLevelHelp = """
       1   not found (get, rm), or an invalid image (validate)
       64  usage error
       65  bad input data (not an image, too large, malformed URL)
-      74  I/O or storage error (cannot open, disk full, corrupt store)
+      66  no store at the --store path (read commands and rm, checkpoint, compact, expire create none)
+      74  I/O or storage error (cannot open, disk full, corrupt store, standard output not writable)
     verify exits as fsck does: 0 no problems, 1 all repaired, 4 problems left,
       8 operational error, 16 usage error
     """
@@ -38,41 +46,53 @@ let topLevelHelp = """
 @MainActor
 func run(_ argv: [String]) -> ExitCode {
     var arguments = argv
-    // The command is the first argument that is not an option (or the value of --store).
+    // The command is the first argument that is not a global option (or the value of --store).
+    // Any other option before it is a mistyped global option, not a command.
     var index = 0
     while index < arguments.count, arguments[index].hasPrefix("-") {
-        index += arguments[index] == "--store" ? 2 : 1
+        let option = arguments[index]
+        switch option {
+        case "--store": index += 2
+        case "--help", "-h", "--version": index += 1
+        case _ where option.hasPrefix("--store="): index += 1
+        default:
+            Output.standardError("imgstore-admin: unknown option \(Describe.escaped(option)) (see imgstore-admin --help)\n")
+            return .usage
+        }
     }
     if arguments.contains("--version") && index >= arguments.count {
         Output.standardOutput("imgstore-admin \(version)\n")
-        return .success
+        return Output.exitStatus(for: .success, prefix: "imgstore-admin")
     }
     guard index < arguments.count else {
         if arguments.contains("--help") || arguments.contains("-h") {
             Output.standardOutput(topLevelHelp + "\n")
-            return .success
+            return Output.exitStatus(for: .success, prefix: "imgstore-admin")
         }
         Output.standardError("imgstore-admin: no command given (see imgstore-admin --help)\n")
         return .usage
     }
     let name = arguments.remove(at: index)
     guard let command = commands.first(where: { $0.spec.name == name }) else {
-        Output.standardError("imgstore-admin: unknown command '\(name)' (see imgstore-admin --help)\n")
+        Output.standardError("imgstore-admin: unknown command '\(Describe.escaped(name))' (see imgstore-admin --help)\n")
         return .usage
     }
+    let prefix = "imgstore-admin \(name)"
     do {
         let parsed = try ArgumentParser.parse(arguments, for: command.spec)
         if parsed.has("--help") {
             Output.standardOutput(ArgumentParser.help(for: command.spec) + "\n")
-            return .success
+            return Output.exitStatus(for: .success, prefix: prefix)
         }
         let storePath = parsed.value("--store") ?? ProcessInfo.processInfo.environment["IMGSTORE_PATH"] ?? "./imgstore"
         try command.run(parsed, context: CommandContext(storePath: storePath))
-        return .success
+        return Output.exitStatus(for: .success, prefix: prefix)
     } catch {
-        Output.standardError("imgstore-admin \(name): \(error.message)\n")
-        return error.code
+        if !error.message.isEmpty { Output.standardError("\(prefix): \(Describe.escaped(error.message))\n") }
+        return Output.exitStatus(for: error.code, prefix: prefix)
     }
 }
 
+// Before anything opens a file: no file may become descriptor 0, 1 or 2.
+Output.prepareStandardDescriptors()
 exit(run(Array(CommandLine.arguments.dropFirst())).rawValue)

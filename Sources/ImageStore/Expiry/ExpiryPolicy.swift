@@ -17,15 +17,32 @@ struct ExpiryPolicy: Sendable {
         budget = configuration.maxDiskBytes.map { ($0, Int(Double($0) * configuration.diskBudgetLowWatermark)) }
     }
 
+    /// Checks a lifetime given by a caller: `ImageStore.never`, or from 0 to
+    /// `Configuration.maxTTL` seconds.
+    /// - Throws: `invalidArgument` for NaN, a negative value, or one over the limit.
+    static func check(ttl: TimeInterval, name: String = "ttl") throws(ImageStoreError) {
+        guard ttl == ImageStore.never || (ttl >= 0 && ttl <= ImageStore.Configuration.maxTTL) else {
+            throw .invalidArgument(name: name, value: "\(ttl)",
+                                   allowed: "from 0 to \(Int(ImageStore.Configuration.maxTTL)) seconds (100 years), or ImageStore.never")
+        }
+    }
+
     /// Whether reads must note access times (for the budget's LRU order or sliding expiry).
     var tracksAccess: Bool { sliding || budget != nil }
 
     /// The expiry of an entry put at `now` with `ttl` (nil: the default; infinite: never),
     /// and its sliding lifetime in seconds (0 when fixed).
-    func expiry(now: Int64, ttl: TimeInterval?) -> (expiresAt: Int64?, slidingSeconds: UInt32) {
+    /// - Throws: `invalidArgument` when `ttl` is out of range (see `check(ttl:)`).
+    func expiry(now: Int64, ttl: TimeInterval?) throws(ImageStoreError) -> (expiresAt: Int64?, slidingSeconds: UInt32) {
+        if let ttl { try Self.check(ttl: ttl) }
         guard let seconds = ttl ?? defaultTTL, seconds.isFinite else { return (nil, 0) }
-        let milliseconds = Int64((max(0, seconds) * 1000).rounded())
-        return (now + milliseconds, sliding ? UInt32(clamping: Int64(seconds.rounded(.up))) : 0)
+        // Invariant: checked above (or in `Configuration.validate()`), 0 <= seconds <= maxTTL, so
+        // neither conversion below can trap and the sum cannot overflow for any clock before
+        // the year 292 million.
+        assert(seconds >= 0 && seconds <= ImageStore.Configuration.maxTTL)
+        let milliseconds = Int64((seconds * 1000).rounded())
+        return (now.addingReportingOverflow(milliseconds).overflow ? .max : now + milliseconds,
+                sliding ? UInt32(clamping: Int64(seconds.rounded(.up))) : 0)
     }
 
     /// When `record` expires, counting reads noted in memory that slide it forward (a read is

@@ -70,13 +70,13 @@ extension ImageStore {
     /// (`Environment.otherProcess()`), not with the reader table, which does not show idle
     /// processes; the same lock makes other processes that open the store meanwhile wait for
     /// the new file. Reader slots left by dead processes are cleared first.
-    /// - Throws: `readOnly`; `storage` when another process has the store open (its pid is
+    /// - Throws: `readOnly` (unless `dryRun`); `storage` when another process has the store open (its pid is
     ///   named); storage errors (the store then still holds its old data file).
     public func compact(_ options: CompactionOptions = CompactionOptions()) throws(ImageStoreError) -> CompactionReport {
         try checkOpen()
-        guard let writes else { throw .readOnly(path: path) }
         let started = Date()
         let before = Self.fileBytes(path)
+        // A dry run only reads, so it also works read-only, beside another process's writer.
         if options.dryRun {
             let stats = try statistics()
             return CompactionReport(
@@ -85,6 +85,7 @@ extension ImageStore {
                 quarantinePurged: options.purgeQuarantine ? try quarantinedEntries().count : 0,
                 seconds: Date().timeIntervalSince(started), dryRun: true)
         }
+        guard let writes else { throw .readOnly(path: path) }
         try refuseWhileShared()  // before purging anything
         let expired = options.purgeExpired ? try sweepExpired().entries : 0
         let quarantined = options.purgeQuarantine ? try purgeQuarantine() : 0

@@ -1,0 +1,49 @@
+import Foundation
+import ImageStore
+
+/// The numeric and enumerated options several commands share, each range-checked so that a
+/// bad value is a usage error (64) naming the flag, never a trap further down.
+enum Options {
+    /// `--ttl SECONDS|never`: nil when absent.
+    static func ttl(_ arguments: ParsedArguments) throws(CommandFailure) -> TimeInterval? {
+        guard let value = arguments.value("--ttl") else { return nil }
+        if value == "never" { return ImageStore.never }
+        let limit = ImageStore.Configuration.maxTTL
+        guard let seconds = Double(value), seconds > 0, seconds <= limit else {
+            throw ArgumentParser.usage("--ttl needs a number of seconds greater than 0 and at most \(Int(limit)) (100 years), or never; got '\(value)'")
+        }
+        return seconds
+    }
+
+    /// `--durability sync|batched|none`: nil when absent.
+    static func durability(_ arguments: ParsedArguments) throws(CommandFailure) -> Durability? {
+        switch arguments.value("--durability") {
+        case nil: return nil
+        case "sync": return .sync
+        case "batched": return .batched(interval: Durability.defaultBatchInterval)
+        case "none": return Durability.none
+        case let other?: throw ArgumentParser.usage("--durability must be sync, batched or none; got '\(other)'")
+        }
+    }
+
+    /// A number of seconds in `0 < s <= limit`, or nil when `option` is absent.
+    static func seconds(_ option: String, _ arguments: ParsedArguments, limit: Double) throws(CommandFailure) -> Double? {
+        guard let value = arguments.value(option) else { return nil }
+        guard let seconds = Double(value), seconds > 0, seconds <= limit else {
+            throw ArgumentParser.usage("\(option) needs a number of seconds greater than 0 and at most \(Int(limit)); got '\(value)'")
+        }
+        return seconds
+    }
+
+    /// A whole number in `range`, or nil when `option` is absent.
+    static func count(_ option: String, _ arguments: ParsedArguments, in range: ClosedRange<Int>) throws(CommandFailure) -> Int? {
+        guard let value = arguments.value(option) else { return nil }
+        guard let count = Int(value), range.contains(count) else {
+            throw ArgumentParser.usage("\(option) needs a whole number from \(range.lowerBound) to \(range.upperBound); got '\(value)'")
+        }
+        return count
+    }
+
+    static let ttlOption = OptionSpec(name: "--ttl", value: "SECONDS", help: "seconds until the entry expires, or 'never' (default: the store's, 7 days)")
+    static let durabilityOption = OptionSpec(name: "--durability", value: "MODE", help: "sync (default), batched or none: when the put is acknowledged")
+}
