@@ -96,10 +96,22 @@ public final class ImageStore: Sendable {
         normalizer = URLNormalizer(maxBytes: configuration.maxURLBytes)
     }
 
-    deinit { close() }
+    /// Dropping the last reference without `close()` does nothing that can block or fail on
+    /// the thread that happens to drop it: it stops the background work, drops `.none` writes
+    /// still queued in memory (as a crash would), and releases the writer lock once the
+    /// applying already under way is done. Everything the log holds is replayed by the next
+    /// open. Call `close()` to write, apply and checkpoint everything first.
+    deinit {
+        guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        maintenance?.stop()
+        writes?.detach()
+        _ = Self.openStores.withLock { $0.remove(identity) }
+    }
 
-    /// Closes the store: applies and checkpoints the log, releases the writer lock; later calls
-    /// throw `closed`. Waits for writes in progress. Idempotent.
+    /// Closes the store: writes, applies and checkpoints the log, releases the writer lock;
+    /// later calls throw `closed`. Waits for writes in progress (a put racing the close either
+    /// completes, and is then in the store, or throws `closed`). Idempotent; blocks on I/O, so
+    /// call it from a thread that may block.
     public func close() {
         guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         maintenance?.stop()

@@ -108,3 +108,80 @@ final class PowerLossLogFile: LogFile {
     func close() { real.close() }
     func dropUnsynced() { unsynced.withLock { $0 = [] } }
 }
+
+/// A log file layer that can hold one write until released, and records the order in which
+/// writes finish and files close, so tests can see what `close()` does to a leader mid-write.
+package final class GatedLogFileSystem: LogFileSystem, Sendable {
+    private let real = PosixLogFileSystem()
+    private let condition = NSCondition()
+    private let state = LockedValue<(armed: Bool, held: Bool, released: Bool, events: [String])>((false, false, false, []))
+
+    package init() {}
+
+    /// What happened, in order: "write" when a write returned, "close" when a file closed.
+    package var events: [String] { state.withLock { $0.events } }
+
+    /// The next write blocks until `release()`.
+    package func holdNextWrite() { state.withLock { $0.armed = true } }
+
+    package func waitUntilHeld() { wait { $0.held } }
+    package func waitUntilClosed() { wait { $0.events.contains("close") } }
+
+    package func release() {
+        condition.lock()
+        state.withLock { $0.released = true }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    fileprivate func write(_ body: () throws(LogIOError) -> Void) throws(LogIOError) {
+        condition.lock()
+        if state.withLock({ let armed = $0.armed; $0.armed = false; if armed { $0.held = true }; return armed }) {
+            condition.broadcast()
+            while !state.withLock({ $0.released }) { condition.wait() }
+        }
+        condition.unlock()
+        defer { note("write") }
+        try body()
+    }
+
+    fileprivate func note(_ event: String) {
+        condition.lock()
+        state.withLock { $0.events.append(event) }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func wait(until done: ((armed: Bool, held: Bool, released: Bool, events: [String])) -> Bool) {
+        condition.lock()
+        while !state.withLock({ done($0) }) { condition.wait() }
+        condition.unlock()
+    }
+
+    package func open(_ path: String, preallocate: Int) throws(LogIOError) -> any LogFile {
+        GatedLogFile(real: try real.open(path, preallocate: preallocate), gate: self)
+    }
+    package func rename(_ from: String, to: String) throws(LogIOError) { try real.rename(from, to: to) }
+    package func remove(_ path: String) throws(LogIOError) { try real.remove(path) }
+    package func syncDirectory(_ directory: String) throws(LogIOError) { try real.syncDirectory(directory) }
+}
+
+final class GatedLogFile: LogFile {
+    private let real: any LogFile
+    private let gate: GatedLogFileSystem
+
+    init(real: any LogFile, gate: GatedLogFileSystem) {
+        self.real = real
+        self.gate = gate
+    }
+
+    func write(_ parts: [UnsafeRawBufferPointer], at offset: Int) throws(LogIOError) {
+        try gate.write { () throws(LogIOError) in try real.write(parts, at: offset) }
+    }
+    func sync() throws(LogIOError) { try real.sync() }
+    func readAll() throws(LogIOError) -> [UInt8] { try real.readAll() }
+    func close() {
+        real.close()
+        gate.note("close")
+    }
+}

@@ -23,6 +23,9 @@ final class LogApplier: Sendable {
     private let progress = NSCondition()
     /// Called with the memory released by each applied batch (the log's back-pressure).
     private let released: @Sendable (Int) -> Void
+    /// Called once when applying stops with an error, so writers parked in back-pressure
+    /// wake with it instead of waiting for memory that will never be released.
+    private let stopped: @Sendable (ImageStoreError) -> Void
     /// Called after each batch, on the writer queue (checkpoint policy, statistics).
     private let afterBatch: @Sendable (UInt64) -> Void
     /// Told what each batch changed, right after its commit and before the pending index
@@ -30,12 +33,14 @@ final class LogApplier: Sendable {
     private let changed: @Sendable ([SequencedEntry]) -> Void
 
     init(tier: DurableTier, index: PendingIndex, appliedSequence: UInt64,
-         released: @escaping @Sendable (Int) -> Void, afterBatch: @escaping @Sendable (UInt64) -> Void,
+         released: @escaping @Sendable (Int) -> Void, stopped: @escaping @Sendable (ImageStoreError) -> Void,
+         afterBatch: @escaping @Sendable (UInt64) -> Void,
          changed: @escaping @Sendable ([SequencedEntry]) -> Void) {
         self.changed = changed
         self.tier = tier
         self.index = index
         self.released = released
+        self.stopped = stopped
         self.afterBatch = afterBatch
         state = LockedValue(State(appliedSequence: appliedSequence))
     }
@@ -105,6 +110,7 @@ final class LogApplier: Sendable {
                 // The records stay in the log (durable) and in the pending index (served);
                 // the store stops taking writes until it is reopened.
                 state.withLock { $0.failure = error }
+                stopped(error)
             }
             progress.lock()
             progress.broadcast()

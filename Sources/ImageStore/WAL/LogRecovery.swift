@@ -23,7 +23,6 @@ public struct RecoveryReport: Sendable, Hashable {
 struct LogRecovery {
     let directory: String
     let fileSystem: any LogFileSystem
-    let maxPayloadBytes: Int
     let salvage: Bool
 
     /// The segment numbers present in the directory, in order.
@@ -122,11 +121,11 @@ struct LogRecovery {
     /// A record that meets validity conditions 1–6 (6 without the sequence check).
     private func parse(_ bytes: UnsafeRawBufferPointer, at offset: Int, segment: UInt64) -> (sequence: UInt64, entry: LogEntry, end: Int)? {
         guard offset + WALFormat.headerByteCount <= bytes.count,
-              let header = WALFormat.Header(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + 32)]), segment: segment, maxPayloadBytes: maxPayloadBytes),
+              let header = WALFormat.Header(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + 32)]), segment: segment),
               offset + 32 + header.length <= bytes.count
         else { return nil }
         let payload = UnsafeRawBufferPointer(rebasing: bytes[(offset + 32)..<(offset + 32 + header.length)])
-        let checksum = WALFormat.checksum(headerTail: UnsafeRawBufferPointer(rebasing: bytes[(offset + 8)..<(offset + 32)]), payload: [payload])
+        let checksum = WALFormat.checksum(headerTail: UnsafeRawBufferPointer(rebasing: bytes[(offset + 8)..<(offset + 32)]), payload: payload)
         guard checksum == header.checksum, header.sequence >= 1,
               let entry = LogEntry(type: header.type, payload: payload)
         else { return nil }
@@ -148,7 +147,7 @@ struct LogRecovery {
         let continuesSequence = expected.map { bytes.loadUnaligned(fromByteOffset: offset + 24, as: UInt64.self) == $0.littleEndian } ?? false
         guard namesSegment || continuesSequence else { return 0 }
         let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self)))
-        return min(available, WALFormat.headerByteCount + min(length, maxPayloadBytes))
+        return min(available, WALFormat.headerByteCount + min(length, WALFormat.maxPayloadBytes))
     }
 
     /// The offset of the next record after `offset` that meets conditions 1–5, if any. Only

@@ -39,9 +39,7 @@ final class WritePath: Sendable {
 
         // Recovery: replay what LMDB lacks, then checkpoint it all away.
         let applied = try tier.appliedSequence()
-        let maxPayload = configuration.maxEntryBytes + 2 * configuration.maxURLBytes + 4096
-        let recovery = LogRecovery(directory: directory, fileSystem: fileSystem, maxPayloadBytes: maxPayload,
-                                   salvage: configuration.salvageDamagedLog)
+        let recovery = LogRecovery(directory: directory, fileSystem: fileSystem, salvage: configuration.salvageDamagedLog)
         let (report, lastSequence) = try recovery.replay(appliedSequence: applied) { (batch) throws(ImageStoreError) in
             try ImageStoreError.rethrowing(path: directory, operation: "replaying the log") { try tier.writer.sync { try tier.apply(batch) } }
         }
@@ -57,10 +55,11 @@ final class WritePath: Sendable {
         let applier = LogApplier(
             tier: tier, index: index, appliedSequence: appliedNow,
             released: { relay.log?.released($0) },
+            stopped: { relay.log?.stop(with: $0) },
             afterBatch: { applied in relay.afterBatch?(applied) }, changed: changed)
         self.applier = applier
         let options = WriteAheadLog.Options(
-            directory: directory, segmentBytes: configuration.logSegmentBytes, maxPayloadBytes: maxPayload,
+            directory: directory, segmentBytes: configuration.logSegmentBytes,
             maxUnappliedBytes: configuration.maxUnappliedBytes, batchInterval: Self.batchInterval(configuration.durability),
             fileSystem: fileSystem)
         do {
@@ -98,18 +97,12 @@ final class WritePath: Sendable {
                 }
             }
         }
-        do {
-            try log.append(entry, durability: durability) { sequence in index.record(entry, sequence: sequence) }
-        } catch {
-            throw Self.map(error, directory: directory)
-        }
+        try log.append(entry, durability: durability) { sequence in index.record(entry, sequence: sequence) }
     }
 
     /// Waits until LMDB holds every write acknowledged before the call (and syncs the log).
     func settle() throws(ImageStoreError) {
-        let last: UInt64
-        do { last = try log.flush() } catch { throw Self.map(error, directory: directory) }
-        try applier.waitUntilApplied(last)
+        try applier.waitUntilApplied(try log.flush())
     }
 
     private func settleQuietly() { try? settle() }
@@ -130,8 +123,10 @@ final class WritePath: Sendable {
     /// replay; then releases the writer lock. Best effort after a failure: what could not be
     /// applied stays in the log for the next open.
     func close() {
-        let settled = (try? settle()) != nil
+        _ = try? settle()  // a failure is the log's or the applier's state, checked below
+        // Closing the log writes what appends raced in after the settle, and waits for them.
         let last = log.close()
+        let settled = (try? applier.waitUntilApplied(log.status().writtenSequence)) != nil
         if settled && applier.failure == nil && log.failure == nil {
             let applied = applier.appliedSequence
             var segments = log.takeCheckpointableSegments(appliedSequence: applied)
@@ -148,6 +143,16 @@ final class WritePath: Sendable {
         _ = log.close()
         tier.drainWrites()
         lock.withLock { $0 = nil }
+    }
+
+    /// What dropping the store without `close()` does: nothing that blocks or can fail (see
+    /// `WriteAheadLog.detach()`). The writer lock is released on the writer queue, after the
+    /// applying already queued there, so no other process can become the writer while this
+    /// one still writes to LMDB.
+    func detach() {
+        log.detach()
+        let held = lock.withLock { lock in defer { lock = nil }; return lock }
+        tier.writer.async { withExtendedLifetime(held) {} }
     }
 
     /// After each applied batch (on the writer queue): refresh the free-space estimate, and
