@@ -27,14 +27,14 @@ final class LogApplier: Sendable {
     /// wake with it instead of waiting for memory that will never be released.
     private let stopped: @Sendable (ImageStoreError) -> Void
     /// Called after each batch, on the writer queue (checkpoint policy, statistics).
-    private let afterBatch: @Sendable (UInt64) -> Void
+    private let afterBatch: @Sendable ([SequencedEntry]) -> Void
     /// Told what each batch changed, right after its commit and before the pending index
     /// forgets it, so caches in front of LMDB drop what they hold for it.
     private let changed: @Sendable ([SequencedEntry]) -> Void
 
     init(tier: DurableTier, index: PendingIndex, appliedSequence: UInt64,
          released: @escaping @Sendable (Int) -> Void, stopped: @escaping @Sendable (ImageStoreError) -> Void,
-         afterBatch: @escaping @Sendable (UInt64) -> Void,
+         afterBatch: @escaping @Sendable ([SequencedEntry]) -> Void,
          changed: @escaping @Sendable ([SequencedEntry]) -> Void) {
         self.changed = changed
         self.tier = tier
@@ -104,7 +104,7 @@ final class LogApplier: Sendable {
                 released(batch.reduce(0) { $0 + $1.entry.memoryCost })
                 // Housekeeping the batch triggers (the disk budget) counts as part of applying
                 // it: waiters see the sequence only once it is done.
-                afterBatch(last)
+                afterBatch(batch)
                 state.withLock { $0.appliedSequence = last }
             } catch {
                 // The records stay in the log (durable) and in the pending index (served);

@@ -14,12 +14,9 @@ final class WritePath: Sendable {
     private let lock: LockedValue<WriterLock?>
     private let directory: String
     private let fileSystem: any LogFileSystem
-    /// Map bytes still free after what is applied: refreshed after each batch, so `put` can
-    /// refuse what cannot fit before logging it (an acknowledged put must be appliable).
-    private let availableBytes: Atomic<Int>
-    private let batchesSinceMeasure = Atomic<Int>(0)
-    /// Below this estimate, free space is re-measured after every batch.
-    private static let measureBelow = 4 << 30
+    /// Room left in the map, so `put` can refuse what cannot fit before logging it (an
+    /// acknowledged put must be appliable).
+    private let space: MapSpace
 
     /// Takes the writer lock, recovers the log into LMDB, checkpoints, and starts a new log.
     /// - Throws: `writerLocked`, `walCorrupt`, `storeFull` (replay needs a larger map),
@@ -49,14 +46,14 @@ final class WritePath: Sendable {
         try Self.checkpoint(tier: tier, segments: segments, directory: directory, fileSystem: fileSystem)
 
         let appliedNow = max(applied, lastSequence)
-        availableBytes = Atomic(try tier.availableBytes())
+        space = MapSpace(measured: try tier.availableBytes())
         let relay = LogRelay()
         let index = self.index
         let applier = LogApplier(
             tier: tier, index: index, appliedSequence: appliedNow,
             released: { relay.log?.released($0) },
             stopped: { relay.log?.stop(with: $0) },
-            afterBatch: { applied in relay.afterBatch?(applied) }, changed: changed)
+            afterBatch: { batch in relay.afterBatch?(batch) }, changed: changed)
         self.applier = applier
         let options = WriteAheadLog.Options(
             directory: directory, segmentBytes: configuration.logSegmentBytes,
@@ -70,7 +67,7 @@ final class WritePath: Sendable {
         } catch {
             throw Self.map(error, directory: directory)
         }
-        relay.set(log: log) { [weak self] applied in self?.afterBatch(applied) }
+        relay.set(log: log) { [weak self] batch in self?.afterBatch(batch) }
     }
 
     private static func batchInterval(_ durability: Durability) -> TimeInterval {
@@ -85,27 +82,30 @@ final class WritePath: Sendable {
     ///   applier's failure.
     func append(_ entry: LogEntry, durability: Durability) throws(ImageStoreError) {
         if let failure = applier.failure { throw failure }
-        if case let .put(_, data) = entry {
-            // Room for the value's overflow pages plus B-tree pages, and what is queued ahead.
-            let needed = data.count + data.count / 8 + (64 << 10) + log.status().unappliedBytes
-            if availableBytes.load(ordering: .relaxed) < needed {
-                // The estimate may be stale: refresh it once before refusing.
-                settleQuietly()
-                if let fresh = try? tier.availableBytes() { availableBytes.store(fresh, ordering: .relaxed) }
-                if availableBytes.load(ordering: .relaxed) < needed {
-                    throw .storeFull(path: directory, limit: tier.maxMapSize)
-                }
-            }
+        let need = MapSpace.need(entry)
+        if !space.reserve(need) {
+            // The estimate may be stale: settle, measure once more, then refuse.
+            try settle()
+            space.measured(try tier.availableBytes())
+            guard space.reserve(need) else { throw .storeFull(path: directory, limit: tier.maxMapSize) }
         }
-        try log.append(entry, durability: durability) { sequence in index.record(entry, sequence: sequence) }
+        do {
+            try log.append(entry, durability: durability) { sequence in index.record(entry, sequence: sequence) }
+        } catch {
+            // These are refused before the entry is logged; after other failures the store
+            // stops taking writes, and a reservation that stays does no harm.
+            switch error {
+            case .entryTooLarge, .closed: space.unreserve(need)
+            default: break
+            }
+            throw error
+        }
     }
 
     /// Waits until LMDB holds every write acknowledged before the call (and syncs the log).
     func settle() throws(ImageStoreError) {
         try applier.waitUntilApplied(try log.flush())
     }
-
-    private func settleQuietly() { try? settle() }
 
     /// Applies and syncs everything, then retires every segment whose records LMDB holds.
     func checkpoint() throws(ImageStoreError) {
@@ -155,16 +155,14 @@ final class WritePath: Sendable {
         tier.writer.async { withExtendedLifetime(held) {} }
     }
 
-    /// After each applied batch (on the writer queue): refresh the free-space estimate, and
-    /// checkpoint when a segment has been closed.
-    private func afterBatch(_ applied: UInt64) {
+    /// After each applied batch (on the writer queue): the batch's reservations end (with a
+    /// fresh measurement when space may run short), and a checkpoint when a segment closed.
+    private func afterBatch(_ batch: [SequencedEntry]) {
         afterApply()
-        // Measuring free space reads LMDB's free list; only worth it when space may run short.
-        let batches = batchesSinceMeasure.add(1, ordering: .relaxed).newValue
-        if availableBytes.load(ordering: .relaxed) < Self.measureBelow || batches >= 256 {
-            batchesSinceMeasure.store(0, ordering: .relaxed)
-            if let free = try? tier.availableBytes() { availableBytes.store(free, ordering: .relaxed) }
-        }
+        let need = batch.reduce(0) { $0 + MapSpace.need($1.entry) }
+        // A failed measurement counts the batch as using all it reserved (never an over-estimate).
+        space.applied(need: need, measured: space.wantsMeasurement ? try? tier.availableBytes() : nil)
+        guard let applied = batch.last?.sequence else { return }
         let done = log.takeCheckpointableSegments(appliedSequence: applied)
         if !done.isEmpty {
             try? Self.checkpoint(tier: tier, segments: done, directory: directory, fileSystem: fileSystem)
@@ -196,12 +194,12 @@ final class WritePath: Sendable {
 
 /// Lets the applier reach the log (and the write path) that are created after it.
 private final class LogRelay: Sendable {
-    private let state = LockedValue<(log: WriteAheadLog?, afterBatch: (@Sendable (UInt64) -> Void)?)>((nil, nil))
+    private let state = LockedValue<(log: WriteAheadLog?, afterBatch: (@Sendable ([SequencedEntry]) -> Void)?)>((nil, nil))
 
     var log: WriteAheadLog? { state.withLock { $0.log } }
-    var afterBatch: (@Sendable (UInt64) -> Void)? { state.withLock { $0.afterBatch } }
+    var afterBatch: (@Sendable ([SequencedEntry]) -> Void)? { state.withLock { $0.afterBatch } }
 
-    func set(log: WriteAheadLog, afterBatch: @escaping @Sendable (UInt64) -> Void) {
+    func set(log: WriteAheadLog, afterBatch: @escaping @Sendable ([SequencedEntry]) -> Void) {
         state.withLock { $0 = (log, afterBatch) }
     }
 }

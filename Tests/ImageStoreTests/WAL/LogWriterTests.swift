@@ -103,4 +103,30 @@ import Testing
             }
         }
     }
+
+
+    // MARK: - A stopped applier
+
+    @Test func aStoppedApplierWakesEveryWriterParkedInBackPressure() throws {
+        try withTemporaryDirectory { directory throws in
+            // Nothing releases memory (no applier), so the second writer onwards park.
+            let log = try Self.makeLog(directory, maxUnappliedBytes: 1)
+            try log.append(.delete(cacheKey: "first"), durability: .sync) { _ in }
+            let outcomes = LockedValue<[String]>([])
+            let writers = startThreads(4) { n in
+                do {
+                    try log.append(.delete(cacheKey: "k\(n)"), durability: .sync) { _ in }
+                    outcomes.withLock { $0.append("acknowledged") }
+                } catch {
+                    outcomes.withLock { $0.append("\(error)") }
+                }
+            }
+            let failure = ImageStoreError.storeFull(path: directory, limit: 1)
+            log.stop(with: failure)
+            #expect(writers.wait(timeout: .now() + 60) == .success, "parked writers never woke")
+            #expect(outcomes.withLock { $0 } == Array(repeating: failure.description, count: 4))
+            _ = log.close()
+        }
+    }
+
 }
