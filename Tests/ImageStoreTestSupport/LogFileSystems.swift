@@ -5,7 +5,7 @@ import Synchronization
 
 /// A log file layer that fails on command: the Nth write or sync from now returns `code`.
 package final class FaultyLogFileSystem: LogFileSystem, Sendable {
-    package enum Operation: Sendable { case write, sync }
+    package enum Operation: Sendable { case write, sync, list }
     private let real = PosixLogFileSystem()
     private let plan = LockedValue<(operation: Operation, countdown: Int, code: Int32)?>(nil)
 
@@ -31,6 +31,10 @@ package final class FaultyLogFileSystem: LogFileSystem, Sendable {
     package func rename(_ from: String, to: String) throws(LogIOError) { try real.rename(from, to: to) }
     package func remove(_ path: String) throws(LogIOError) { try real.remove(path) }
     package func syncDirectory(_ directory: String) throws(LogIOError) { try real.syncDirectory(directory) }
+    package func contentsOfDirectory(_ directory: String) throws(LogIOError) -> [String] {
+        try check(.list)
+        return try real.contentsOfDirectory(directory)
+    }
 }
 
 final class FaultyLogFile: LogFile {
@@ -84,6 +88,7 @@ package final class PowerLossLogFileSystem: LogFileSystem, Sendable {
     package func rename(_ from: String, to: String) throws(LogIOError) { try real.rename(from, to: to) }
     package func remove(_ path: String) throws(LogIOError) { try real.remove(path) }
     package func syncDirectory(_ directory: String) throws(LogIOError) { try real.syncDirectory(directory) }
+    package func contentsOfDirectory(_ directory: String) throws(LogIOError) -> [String] { try real.contentsOfDirectory(directory) }
 }
 
 final class PowerLossLogFile: LogFile {
@@ -164,6 +169,7 @@ package final class GatedLogFileSystem: LogFileSystem, Sendable {
     package func rename(_ from: String, to: String) throws(LogIOError) { try real.rename(from, to: to) }
     package func remove(_ path: String) throws(LogIOError) { try real.remove(path) }
     package func syncDirectory(_ directory: String) throws(LogIOError) { try real.syncDirectory(directory) }
+    package func contentsOfDirectory(_ directory: String) throws(LogIOError) -> [String] { try real.contentsOfDirectory(directory) }
 }
 
 final class GatedLogFile: LogFile {

@@ -26,9 +26,13 @@ struct LogRecovery {
     let salvage: Bool
 
     /// The segment numbers present in the directory, in order.
-    static func segments(in directory: String) -> [UInt64] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
-            .compactMap(WALFormat.segmentNumber(fromName:)).sorted()
+    /// - Throws: `storage` when the directory cannot be listed (never an empty list instead).
+    static func segments(in directory: String, fileSystem: any LogFileSystem) throws(ImageStoreError) -> [UInt64] {
+        do {
+            return try fileSystem.contentsOfDirectory(directory).compactMap(WALFormat.segmentNumber(fromName:)).sorted()
+        } catch {
+            throw .storage(path: directory, detail: "listing the log: \(error)")
+        }
     }
 
     /// Replays every segment: `apply` receives the valid records in order, segment by segment,
@@ -48,7 +52,7 @@ struct LogRecovery {
         /// later record turns up.
         var unresolvedDamage: (segment: UInt64, offset: Int, bytes: Int)?
 
-        for number in Self.segments(in: directory) {
+        for number in try Self.segments(in: directory, fileSystem: fileSystem) {
             let path = directory + "/" + WALFormat.segmentName(number)
             let bytes: [UInt8]
             do {

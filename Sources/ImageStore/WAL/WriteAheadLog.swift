@@ -313,7 +313,7 @@ final class WriteAheadLog: Sendable {
 
     private static func openSegment(_ number: UInt64, options: Options) throws(LogIOError) -> OpenSegment {
         let path = options.directory + "/" + WALFormat.segmentName(number)
-        let recycled = SegmentRecycler.take(in: options.directory, fileSystem: options.fileSystem, as: path)
+        let recycled = try SegmentRecycler.take(in: options.directory, fileSystem: options.fileSystem, as: path)
         let file = try options.fileSystem.open(path, preallocate: recycled ? 0 : options.segmentBytes)
         try options.fileSystem.syncDirectory(options.directory)
         return OpenSegment(number: number, file: file)

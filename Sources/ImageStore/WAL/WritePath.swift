@@ -41,8 +41,11 @@ final class WritePath: Sendable {
             try ImageStoreError.rethrowing(path: directory, operation: "replaying the log") { try tier.writer.sync { try tier.apply(batch) } }
         }
         recoveryReport = report
-        let segments = LogRecovery.segments(in: directory)
-        let spares = SegmentRecycler.spares(in: directory).compactMap { WALFormat.segmentNumber(fromName: String($0.dropFirst(SegmentRecycler.sparePrefix.count))) }
+        let segments = try LogRecovery.segments(in: directory, fileSystem: fileSystem)
+        let spares: [UInt64]
+        do { spares = try SegmentRecycler.spareNumbers(in: directory, fileSystem: fileSystem) } catch {
+            throw .storage(path: directory, detail: "listing the log: \(error)")
+        }
         try Self.checkpoint(tier: tier, segments: segments, directory: directory, fileSystem: fileSystem)
 
         let appliedNow = max(applied, lastSequence)

@@ -57,6 +57,23 @@ import Testing
             #expect(outcomes.withLock { $0 } == Array(repeating: false, count: 8))
         }
     }
+
+    @Test func aFailingDirectoryListingFailsTheOpenInsteadOfSkippingTheLog() throws {
+        try withTemporaryDirectory { directory throws in
+            try LogTest.makeCrashedStore(at: directory, count: 5)
+            let faults = FaultyLogFileSystem()
+            faults.fail(.list, with: EIO)
+            #expect { try ImageStore(path: directory, configuration: LogTest.configuration(fileSystem: faults)) } throws: { error in
+                guard case .storage(_, let detail) = error as? ImageStoreError else { return false }
+                return detail.contains("listing the log") && detail.contains("Input/output error")
+            }
+            // Nothing was replayed past, reused or retired: a healthy open still finds all of it.
+            let store = try ImageStore(path: directory, configuration: LogTest.configuration())
+            defer { store.close() }
+            #expect(store.recoveryReport.recordsReplayed == 5)
+        }
+    }
+
 }
 
 import Synchronization
