@@ -5,7 +5,7 @@ import Synchronization
 
 /// A log file layer that fails on command: the Nth write or sync from now returns `code`.
 package final class FaultyLogFileSystem: LogFileSystem, Sendable {
-    package enum Operation: Sendable { case write, sync, list }
+    package enum Operation: Sendable { case write, sync, list, rename }
     private let real = PosixLogFileSystem()
     private let plan = LockedValue<(operation: Operation, countdown: Int, code: Int32)?>(nil)
 
@@ -15,6 +15,9 @@ package final class FaultyLogFileSystem: LogFileSystem, Sendable {
     package func fail(_ operation: Operation, after: Int = 0, with code: Int32) {
         plan.withLock { $0 = (operation, after, code) }
     }
+
+    /// Stops injecting faults.
+    package func heal() { plan.withLock { $0 = nil } }
 
     func check(_ operation: Operation) throws(LogIOError) {
         let code: Int32? = plan.withLock { plan in
@@ -28,7 +31,10 @@ package final class FaultyLogFileSystem: LogFileSystem, Sendable {
     package func open(_ path: String, preallocate: Int) throws(LogIOError) -> any LogFile {
         FaultyLogFile(real: try real.open(path, preallocate: preallocate), faults: self)
     }
-    package func rename(_ from: String, to: String) throws(LogIOError) { try real.rename(from, to: to) }
+    package func rename(_ from: String, to: String) throws(LogIOError) {
+        try check(.rename)
+        try real.rename(from, to: to)
+    }
     package func remove(_ path: String) throws(LogIOError) { try real.remove(path) }
     package func syncDirectory(_ directory: String) throws(LogIOError) { try real.syncDirectory(directory) }
     package func contentsOfDirectory(_ directory: String) throws(LogIOError) -> [String] {

@@ -69,9 +69,12 @@ struct LogRecovery {
             try ImageStoreError.rethrowing(path: directory, operation: "reading the log") { try bytes.withUnsafeBytes { all in
                 while offset < all.count {
                     if let record = parse(all, at: offset, segment: number) {
-                        // Sequence numbers continue from what LMDB holds and never skip.
+                        // Sequence numbers continue from what LMDB holds and never skip, except
+                        // below applied-seq: a gap there lost nothing (LMDB holds it all), as
+                        // when a failed checkpoint left an older segment behind.
                         let wanted = expected ?? (appliedSequence + 1)
-                        if record.sequence != wanted && !(expected == nil && (afterSkip || record.sequence <= wanted)) {
+                        let gapIsApplied = record.sequence <= appliedSequence + 1
+                        if record.sequence != wanted && !gapIsApplied && !(expected == nil && afterSkip) {
                             let damage = unresolvedDamage ?? (number, offset, 0)
                             try resolve(damage, nextValid: (number, offset), report: &report,
                                         detail: "sequence numbers \(wanted) to \(record.sequence - 1) are missing")

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Keeps checkpointed segment files for reuse: overwriting a file whose blocks are already
 /// written is cheaper to fdatasync than appending to a new one (no block allocation or extent
@@ -31,10 +34,15 @@ enum SegmentRecycler {
 
     /// Retires a checkpointed segment: kept as a spare while there are fewer than
     /// `maxSpares`, deleted otherwise. The caller syncs the directory afterwards.
+    /// A segment that is already gone (retired by an earlier, partly failed checkpoint) is done.
     static func retire(_ number: UInt64, in directory: String, fileSystem: any LogFileSystem) throws(LogIOError) {
         let path = directory + "/" + WALFormat.segmentName(number)
         if try spares(in: directory, fileSystem: fileSystem).count < maxSpares {
-            try fileSystem.rename(path, to: directory + "/" + sparePrefix + WALFormat.segmentName(number))
+            do {
+                try fileSystem.rename(path, to: directory + "/" + sparePrefix + WALFormat.segmentName(number))
+            } catch where error.code == ENOENT {
+                return
+            }
         } else {
             try fileSystem.remove(path)
         }

@@ -331,6 +331,16 @@ final class WriteAheadLog: Sendable {
         return done.map(\.number)
     }
 
+    /// Gives back segments a failed checkpoint took but did not retire, so a later checkpoint
+    /// retires them (their records are all applied).
+    func putBack(_ segments: [UInt64]) {
+        guard !segments.isEmpty else { return }
+        condition.lock()
+        defer { condition.unlock() }
+        state.closedSegments = (state.closedSegments + segments.map { (number: $0, lastSequence: 0) })
+            .sorted { $0.number < $1.number }
+    }
+
     /// A snapshot for `imgstore-admin wal` and statistics.
     func status() -> LogStatus {
         condition.lock()

@@ -46,7 +46,8 @@ final class WritePath: Sendable {
         do { spares = try SegmentRecycler.spareNumbers(in: directory, fileSystem: fileSystem) } catch {
             throw .storage(path: directory, detail: "listing the log: \(error)")
         }
-        try Self.checkpoint(tier: tier, segments: segments, directory: directory, fileSystem: fileSystem)
+        var unretired = segments
+        try Self.checkpoint(tier: tier, segments: &unretired, directory: directory, fileSystem: fileSystem)
 
         let appliedNow = max(applied, lastSequence)
         space = MapSpace(measured: try tier.availableBytes())
@@ -115,10 +116,7 @@ final class WritePath: Sendable {
         try settle()
         let applied = applier.appliedSequence
         try ImageStoreError.rethrowing(path: directory, operation: "checkpointing") {
-            try tier.writer.sync {
-                let done = log.takeCheckpointableSegments(appliedSequence: applied)
-                try Self.checkpoint(tier: tier, segments: done, directory: directory, fileSystem: fileSystem)
-            }
+            try tier.writer.sync { try checkpoint(log.takeCheckpointableSegments(appliedSequence: applied)) }
         }
     }
 
@@ -134,8 +132,9 @@ final class WritePath: Sendable {
             let applied = applier.appliedSequence
             var segments = log.takeCheckpointableSegments(appliedSequence: applied)
             if let last, last.lastSequence <= applied { segments.append(last.number) }
+            // What is not retired stays on disk, below applied-seq: the next open skips it.
             try? ImageStoreError.rethrowing(path: directory, operation: "checkpointing on close") {
-                try tier.writer.sync { try Self.checkpoint(tier: tier, segments: segments, directory: directory, fileSystem: fileSystem) }
+                try tier.writer.sync { try checkpoint(segments) }
             }
         }
         lock.withLock { $0 = nil }
@@ -167,18 +166,34 @@ final class WritePath: Sendable {
         space.applied(need: need, measured: space.wantsMeasurement ? try? tier.availableBytes() : nil)
         guard let applied = batch.last?.sequence else { return }
         let done = log.takeCheckpointableSegments(appliedSequence: applied)
-        if !done.isEmpty {
-            try? Self.checkpoint(tier: tier, segments: done, directory: directory, fileSystem: fileSystem)
+        // A failure puts the segments back for the next checkpoint to retire; nothing is lost
+        // meanwhile (LMDB holds their records, and they stay on disk).
+        try? checkpoint(done)
+    }
+
+    /// Checkpoints `segments` (taken from the log); whatever a failure leaves unretired goes
+    /// back to the log, so a later checkpoint retires it.
+    private func checkpoint(_ segments: [UInt64]) throws(ImageStoreError) {
+        var unretired = segments
+        do {
+            try Self.checkpoint(tier: tier, segments: &unretired, directory: directory, fileSystem: fileSystem)
+        } catch {
+            log.putBack(unretired)
+            throw error
         }
     }
 
     /// LMDB synced (meta page included), then the segments retired, then the directory synced.
-    private static func checkpoint(tier: DurableTier, segments: [UInt64], directory: String,
+    /// `segments` keeps those not yet retired when it throws.
+    private static func checkpoint(tier: DurableTier, segments: inout [UInt64], directory: String,
                                    fileSystem: any LogFileSystem) throws(ImageStoreError) {
         guard !segments.isEmpty else { return }
         try tier.sync()
         do {
-            for number in segments { try SegmentRecycler.retire(number, in: directory, fileSystem: fileSystem) }
+            while let number = segments.first {
+                try SegmentRecycler.retire(number, in: directory, fileSystem: fileSystem)
+                segments.removeFirst()
+            }
             try fileSystem.syncDirectory(directory)
         } catch {
             throw map(error, directory: directory)
