@@ -74,6 +74,16 @@ final class LogApplier: Sendable {
         }
     }
 
+    /// Stops applying with `error` (a failure of LMDB outside a batch, such as a checkpoint's
+    /// sync): the store takes no more writes until it is reopened, and parked writers wake.
+    func fail(_ error: ImageStoreError) {
+        state.withLock { $0.failure = $0.failure ?? error }
+        stopped(error)
+        progress.lock()
+        progress.broadcast()
+        progress.unlock()
+    }
+
     /// Applies queued batches until the queue is empty. Runs on the writer queue.
     private func drain() {
         while true {

@@ -12,6 +12,7 @@ final class WritePath: Sendable {
     let applier: LogApplier
     let recoveryReport: RecoveryReport
     private let lock: LockedValue<WriterLock?>
+    private let syncFault: (@Sendable () -> ImageStoreError?)?
     private let directory: String
     private let fileSystem: any LogFileSystem
     /// Room left in the map, so `put` can refuse what cannot fit before logging it (an
@@ -28,6 +29,7 @@ final class WritePath: Sendable {
          changed: @escaping @Sendable ([SequencedEntry]) -> Void,
          afterApply: @escaping @Sendable () -> Void) throws(ImageStoreError) {
         self.afterApply = afterApply
+        syncFault = configuration.checkpointSyncFault
         let directory = tier.path
         self.tier = tier
         self.directory = directory
@@ -174,6 +176,17 @@ final class WritePath: Sendable {
     /// Checkpoints `segments` (taken from the log); whatever a failure leaves unretired goes
     /// back to the log, so a later checkpoint retires it.
     private func checkpoint(_ segments: [UInt64]) throws(ImageStoreError) {
+        guard !segments.isEmpty else { return }
+        do throws(ImageStoreError) {
+            if let fault = syncFault?() { throw fault }
+            try tier.sync()
+        } catch {
+            // Fail-stop: retrying a failed writeback is unsafe (the kernel may have dropped the
+            // pages, as with the log's fsync). The log keeps every record; reopening recovers.
+            log.putBack(segments)
+            applier.fail(error)
+            throw error
+        }
         var unretired = segments
         do {
             try Self.checkpoint(tier: tier, segments: &unretired, directory: directory, fileSystem: fileSystem)

@@ -74,6 +74,44 @@ import Testing
         }
     }
 
+
+    @Test func anLMDBSyncErrorInACheckpointStopsWritesAndReopeningRecoversFromTheLog() throws {
+        try withTemporaryDirectory { directory throws in
+            let failing = LockedValue(false)
+            var configuration = LogTest.configuration()
+            configuration.checkpointSyncFault = {
+                failing.withLock { $0 } ? .storage(path: directory, detail: "syncing LMDB failed: Input/output error") : nil
+            }
+            let store = try ImageStore(path: directory, configuration: configuration)
+            failing.withLock { $0 = true }
+            // Segments roll and their checkpoints fail: the first failure stops writes for good.
+            var acknowledged = 0
+            var refusal: ImageStoreError?
+            for n in 0..<400 {
+                do {
+                    try store.put(LogTest.smallEntry(n).data, for: LogTest.smallEntry(n).url)
+                    acknowledged += 1
+                } catch let error as ImageStoreError {
+                    refusal = error
+                    break
+                }
+            }
+            #expect(refusal == .storage(path: directory, detail: "syncing LMDB failed: Input/output error"))
+            #expect(throws: ImageStoreError.self) { try store.checkpoint() }
+            failing.withLock { $0 = false }
+            // Not retried later: the store still takes no writes, and reads go on.
+            #expect(throws: ImageStoreError.self) { try store.put(Data([1]), for: "https://x.test/after") }
+            for n in 0..<acknowledged { #expect(try store.get(LogTest.smallEntry(n).url)?.data == LogTest.smallEntry(n).data) }
+            store.close()
+            #expect(try !LogTest.segments(directory).isEmpty, "the log was kept for the next open")
+
+            let reopened = try ImageStore(path: directory, configuration: LogTest.configuration())
+            defer { reopened.close() }
+            for n in 0..<acknowledged { #expect(try reopened.get(LogTest.smallEntry(n).url)?.data == LogTest.smallEntry(n).data) }
+            try checkConsistency(of: reopened)
+        }
+    }
+
 }
 
 import Synchronization
