@@ -172,8 +172,10 @@ public final class ImageStore: Sendable {
     ///     `ImageStore.never` (infinity) for never.
     ///   - validators: the origin's `ETag`/`Last-Modified`, kept for revalidation.
     /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `emptyData`, `entryTooLarge`,
-    ///   `invalidImage` (all before anything is written); `storeFull` (it would not fit),
-    ///   `diskFull`, `logFailed` (nothing acknowledged); `readOnly`; `closed`.
+    ///   `invalidImage` (all before anything is written); `storeFull` (it would not fit;
+    ///   nothing written); `diskFull`, `logFailed` (not acknowledged, outcome unknown: the
+    ///   record may have reached the log, and then the entry is present after reopening);
+    ///   `readOnly`; `closed` (nothing written).
     @discardableResult
     public func put(_ data: Data, for url: String, ttl: TimeInterval? = nil, validators: CacheValidators = CacheValidators(),
                     durability: Durability? = nil) throws(ImageStoreError) -> EntryInfo {

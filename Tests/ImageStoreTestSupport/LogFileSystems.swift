@@ -8,6 +8,9 @@ package final class FaultyLogFileSystem: LogFileSystem, Sendable {
     package enum Operation: Sendable { case write, sync, list, rename }
     private let real = PosixLogFileSystem()
     private let plan = LockedValue<(operation: Operation, countdown: Int, code: Int32)?>(nil)
+    /// Whether a failing write first writes all it was given (whole records), as a `pwritev`
+    /// that fails after its data reached the file, or an `fdatasync` error after `write`, can.
+    package let writesWholeRecordsBeforeFailing = LockedValue(false)
 
     package init() {}
 
@@ -56,9 +59,11 @@ final class FaultyLogFile: LogFile {
         do {
             try faults.check(.write)
         } catch {
-            // A write that fails part way: half of it reaches the file.
+            // A write that fails part way: half of it reaches the file (or all of it).
             let total = parts.reduce(0) { $0 + $1.count }
-            if let first = parts.first, total > 1 {
+            if faults.writesWholeRecordsBeforeFailing.withLock({ $0 }) {
+                try? real.write(parts, at: offset)
+            } else if let first = parts.first, total > 1 {
                 try? real.write([UnsafeRawBufferPointer(rebasing: first.prefix(min(first.count, total / 2)))], at: offset)
             }
             throw error

@@ -112,6 +112,27 @@ import Testing
         }
     }
 
+
+    @Test(arguments: [ENOSPC, EIO])
+    func aPutThatThrowsAfterItsRecordReachedTheLogMayReappearAndTheErrorSaysSo(code: Int32) throws {
+        try withTemporaryDirectory { directory throws in
+            let faults = FaultyLogFileSystem()
+            let store = try ImageStore(path: directory, configuration: LogTest.configuration(fileSystem: faults))
+            try store.put(LogTest.smallEntry(0).data, for: LogTest.smallEntry(0).url)
+            faults.writesWholeRecordsBeforeFailing.withLock { $0 = true }
+            faults.fail(.write, with: code)
+            #expect { try store.put(LogTest.smallEntry(1).data, for: LogTest.smallEntry(1).url) } throws: { error in
+                "\(error)".contains("is unknown (the entry may be present after the store reopens)")
+            }
+            store.close()
+            let reopened = try ImageStore(path: directory, configuration: LogTest.configuration())
+            defer { reopened.close() }
+            // The whole record was in the file, so recovery replays it: the documented contract.
+            #expect(try reopened.get(LogTest.smallEntry(1).url)?.data == LogTest.smallEntry(1).data)
+            #expect(try reopened.get(LogTest.smallEntry(0).url)?.data == LogTest.smallEntry(0).data)
+        }
+    }
+
 }
 
 import Synchronization
