@@ -96,17 +96,11 @@ public final class ImageStore: Sendable {
         normalizer = URLNormalizer(maxBytes: configuration.maxURLBytes)
     }
 
-    /// Dropping the last reference without `close()` does nothing that can block or fail on
-    /// the thread that happens to drop it: it stops the background work, drops `.none` writes
-    /// still queued in memory (as a crash would), and releases the writer lock once the
-    /// applying already under way is done. Everything the log holds is replayed by the next
-    /// open. Call `close()` to write, apply and checkpoint everything first.
-    deinit {
-        guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        maintenance?.stop()
-        writes?.detach()
-        _ = Self.openStores.withLock { $0.remove(identity) }
-    }
+    /// Dropping the last reference closes the store as `close()` does (writes, applies and
+    /// checkpoints the log), on the thread that drops it: that blocks on I/O, and a failure
+    /// there is not reported (the log keeps what was not applied, and the next open replays
+    /// it). Call `close()` yourself to choose the thread.
+    deinit { close() }
 
     /// Closes the store: writes, applies and checkpoints the log, releases the writer lock;
     /// later calls throw `closed`. Waits for writes in progress (a put racing the close either

@@ -28,7 +28,9 @@
 //
 // Records are not split into fixed blocks as in LevelDB: the writer hands the caller's image
 // bytes to `writev` without copying them, and the reader reads a payload into one buffer, so a
-// large image is never held in memory twice. A payload is at most `maxPayloadBytes`.
+// large image is never held in memory twice. A payload is at most `maxPayloadBytes` (1 GiB), a
+// constant of the format: the writer refuses larger payloads at append (`entryTooLarge`), so
+// whatever configuration a later opener has, it reads every record that was written.
 //
 // Payloads:
 // - put (1): UInt32 R, then R bytes of entry record (`StoreFormat.swift`), then the image bytes
@@ -43,7 +45,9 @@
 // 4. L ≤ `maxPayloadBytes` and the payload lies within the file;
 // 5. the checksum matches;
 // 6. its sequence number is one more than the previous valid record's (across segments), and
-//    its payload decodes (a put's record and byte count agree).
+//    its payload decodes (a put's record and byte count agree). Below `applied-seq` the
+//    sequence may jump: records LMDB already holds need no contiguity (a checkpoint that failed
+//    part way can leave an older segment behind while later ones were retired).
 //
 // ## Recovery rules (on open, before the store serves anything)
 // 1. Read segments in increasing number, records in order, while they are valid.
@@ -54,14 +58,21 @@
 // 3. Otherwise the damage is a torn tail (the normal crash case): it is dropped and the number
 //    of bytes dropped is reported in `ImageStore.recoveryReport`.
 // 4. Records whose sequence number is ≤ the `applied-seq` recorded in LMDB are already applied
-//    and skipped; the rest are applied in order (replay is idempotent).
+//    and skipped; the rest are applied in order (replay is idempotent). A gap whose missing
+//    numbers are all ≤ `applied-seq` is not damage.
 // 5. Then a checkpoint: LMDB is synced (`mdb_env_sync(env, 1)`), the replayed segments are
 //    recycled or deleted, the directory is fsynced, and a fresh segment continues the sequence.
 //
 // ## Checkpoint (on a size policy, on close, and on demand)
 // Apply everything written, `mdb_env_sync(env, 1)` (LMDB runs with `MDB_NOMETASYNC`, so its
 // commits sync data pages but not the meta page), then recycle or delete every segment whose
-// records are all applied, and fsync the directory.
+// records are all applied, and fsync the directory. A failed `mdb_env_sync` is never retried:
+// the store stops taking writes (reads go on) and the next open recovers from the log. A failed
+// retirement gives its segments back to the log, for the next checkpoint to retire.
+//
+// ## Batches
+// One leader writes at most `WriteAheadLog.maxBatchRecords` records and `maxBatchBytes` bytes
+// (a larger single record alone); this is the writer's policy, not part of the format.
 
 import CXXHash
 import Foundation

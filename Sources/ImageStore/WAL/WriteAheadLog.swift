@@ -68,10 +68,8 @@ final class WriteAheadLog: Sendable {
         /// Memory held by records not yet applied to LMDB (queued, written, or applying).
         var unappliedBytes = 0
         var lastSync = Date()
-        /// Set by `close()` (and `detach()`): appends throw `closed` from then on.
+        /// Set by `close()`: appends throw `closed` from then on.
         var isClosed = false
-        /// Set by `detach()`: written batches are no longer handed to the applier.
-        var isDetached = false
         /// The applier's failure: appends (and writers parked in back-pressure) throw it.
         var stopped: ImageStoreError?
     }
@@ -266,9 +264,7 @@ final class WriteAheadLog: Sendable {
                 state.syncedSequence = state.writtenSequence
                 state.lastSync = Date()
             }
-            if !batch.isEmpty && !state.isDetached {
-                onWritten(batch.map { SequencedEntry(sequence: $0.sequence, entry: $0.entry) })
-            }
+            if !batch.isEmpty { onWritten(batch.map { SequencedEntry(sequence: $0.sequence, entry: $0.entry) }) }
         }
         state.leaderActive = false
         condition.broadcast()
@@ -375,21 +371,6 @@ final class WriteAheadLog: Sendable {
         segment.file.close()
         state.segment = nil
         return (segment.number, segment.lastSequence)
-    }
-
-    /// What dropping the store without `close()` does to the log, as a crash would: nothing
-    /// that blocks or can fail. Later appends throw `closed`; queued records that no leader
-    /// has taken are dropped (never acknowledged beyond `.none`); written ones stay in the
-    /// file for the next open to replay, and are no longer handed to the applier. The file is
-    /// closed when the last reference goes (a leader still writing holds one).
-    func detach() {
-        flusher.stop()
-        condition.lock()
-        state.isClosed = true
-        state.isDetached = true
-        state.queue = []
-        condition.broadcast()
-        condition.unlock()
     }
 
     // MARK: - Background flushing

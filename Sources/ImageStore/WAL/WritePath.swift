@@ -149,16 +149,6 @@ final class WritePath: Sendable {
         lock.withLock { $0 = nil }
     }
 
-    /// What dropping the store without `close()` does: nothing that blocks or can fail (see
-    /// `WriteAheadLog.detach()`). The writer lock is released on the writer queue, after the
-    /// applying already queued there, so no other process can become the writer while this
-    /// one still writes to LMDB.
-    func detach() {
-        log.detach()
-        let held = lock.withLock { lock in defer { lock = nil }; return lock }
-        tier.writer.async { withExtendedLifetime(held) {} }
-    }
-
     /// After each applied batch (on the writer queue): the batch's reservations end (with a
     /// fresh measurement when space may run short), and a checkpoint when a segment closed.
     private func afterBatch(_ batch: [SequencedEntry]) {
