@@ -83,6 +83,9 @@ extension ImageStore {
         /// When false, logged records are never applied to LMDB, so tests can crash a store
         /// with everything still in the log. Not public API.
         package var applyLog = true
+        /// Called before each checkpoint's LMDB sync; an error it returns stands in for the
+        /// sync's (tests of fail-stop). Not public API.
+        package var checkpointSyncFault: (@Sendable () -> ImageStoreError?)?
         /// Replaces the URL hash, so tests can force collisions. Not public API.
         package var keyHasher: @Sendable (String) -> [UInt8] = Checksum.key
 

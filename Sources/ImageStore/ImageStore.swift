@@ -103,10 +103,16 @@ public final class ImageStore: Sendable {
         }
     }
 
+    /// Dropping the last reference closes the store as `close()` does (writes, applies and
+    /// checkpoints the log), on the thread that drops it: that blocks on I/O, and a failure
+    /// there is not reported (the log keeps what was not applied, and the next open replays
+    /// it). Call `close()` yourself to choose the thread.
     deinit { close() }
 
-    /// Closes the store: applies and checkpoints the log, releases the writer lock; later calls
-    /// throw `closed`. Waits for writes in progress. Idempotent.
+    /// Closes the store: writes, applies and checkpoints the log, releases the writer lock;
+    /// later calls throw `closed`. Waits for writes in progress (a put racing the close either
+    /// completes, and is then in the store, or throws `closed`). Idempotent; blocks on I/O, so
+    /// call it from a thread that may block.
     public func close() {
         guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         maintenance?.stop()
@@ -167,8 +173,10 @@ public final class ImageStore: Sendable {
     ///     `ImageStore.never` (infinity) for never.
     ///   - validators: the origin's `ETag`/`Last-Modified`, kept for revalidation.
     /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `emptyData`, `entryTooLarge`,
-    ///   `invalidImage`, `invalidArgument` (a `ttl` or batch interval out of range; all before anything is written); `storeFull` (it would not fit),
-    ///   `diskFull`, `logFailed` (nothing acknowledged); `readOnly`; `closed`.
+    ///   `invalidImage`, `invalidArgument` (a `ttl` or batch interval out of range; all before
+    ///   anything is written); `storeFull` (it would not fit; nothing written); `diskFull`,
+    ///   `logFailed` (not acknowledged, outcome unknown: the record may have reached the log,
+    ///   and then the entry is present after reopening); `readOnly`; `closed` (nothing written).
     @discardableResult
     public func put(_ data: Data, for url: String, ttl: TimeInterval? = nil, validators: CacheValidators = CacheValidators(),
                     durability: Durability? = nil) throws(ImageStoreError) -> EntryInfo {

@@ -4,8 +4,11 @@ import LMDB
 /// Everything that can go wrong in an `ImageStore` call. Each case carries the context a user
 /// needs, and its `description` is a sentence saying what happened and what to do.
 ///
-/// A call that throws leaves the store as it was: bad input is rejected before anything is
-/// written, and a failed write transaction is rolled back whole.
+/// Bad input is rejected before anything is written, and a failed LMDB transaction is rolled
+/// back whole. A write that fails in the write-ahead log (`diskFull`, `logFailed`) has an
+/// unknown outcome, as after a failed `fsync` in any database: part or all of its record may
+/// have reached the log file, and then the entry is present after the store reopens. Nothing
+/// acknowledged is ever lost, and `closed` means the call did nothing.
 public enum ImageStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     // MARK: Bad input (the store is unchanged)
     /// The URL was the empty string.
@@ -43,7 +46,8 @@ public enum ImageStoreError: Error, Sendable, Hashable, CustomStringConvertible 
     case checksumMismatch(url: String, expected: UInt64, actual: UInt64)
     /// The store reached `Configuration.maxMapSize`; remove entries or raise the limit.
     case storeFull(path: String, limit: Int)
-    /// The file system holding the store is full.
+    /// The file system holding the store is full. When a put or remove throws it, the call's
+    /// outcome is unknown: the entry may be present after the store reopens.
     case diskFull(path: String)
     /// The store was closed.
     case closed(path: String)
@@ -54,7 +58,9 @@ public enum ImageStoreError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The log has damage followed by valid records: data in the middle was lost. Opening
     /// with `Configuration.salvageDamagedLog` skips the damage and reports it.
     case walCorrupt(path: String, detail: String)
-    /// A log write or sync failed earlier; the store refuses writes until reopened (reads work).
+    /// A log write or sync failed, now or earlier; the store refuses writes until reopened
+    /// (reads work). The call that first met the failure has an unknown outcome: its entry may
+    /// be present after the store reopens.
     case logFailed(path: String, detail: String)
     /// Another process holds the store open for writing.
     case writerLocked(path: String, holder: String)
@@ -94,7 +100,7 @@ public enum ImageStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         case let .storeFull(path, limit):
             "The store at \(path) is full: it reached its maximum map size of \(limit) bytes. Remove entries or raise Configuration.maxMapSize."
         case let .diskFull(path):
-            "The disk holding the store at \(path) is full; nothing was written. Free space and retry."
+            "The disk holding the store at \(path) is full. Free space and retry; the outcome of the write that failed is unknown (the entry may be present after the store reopens), and nothing acknowledged was lost."
         case let .closed(path):
             "The store at \(path) is closed."
         case let .storage(path, detail):
@@ -102,7 +108,7 @@ public enum ImageStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         case let .walCorrupt(path, detail):
             "The write-ahead log of the store at \(path) is damaged: \(detail). Acknowledged writes after the damage would be lost; open with salvageDamagedLog to skip it, or restore the store."
         case let .logFailed(path, detail):
-            "The store at \(path) stopped accepting writes after a log failure (\(detail)); reads still work. Reopen the store to recover."
+            "The store at \(path) stopped accepting writes after a log failure (\(detail)); reads still work. Reopen the store to recover. The outcome of the write that met the failure is unknown (the entry may be present after the store reopens); nothing acknowledged was lost."
         case let .writerLocked(path, holder):
             "The store at \(path) is open for writing by another process (\(holder)); open it read-only, or stop that process."
         case let .readOnly(path):

@@ -348,6 +348,13 @@ package final class Environment: Sendable {
         return lines.lines.filter { !$0.contains("pid") && !$0.contains("(no active readers)") }
     }
 
+    /// The oldest snapshot any reader holds (the smallest transaction id in the reader
+    /// table), or nil when no slot holds one.
+    package func oldestReaderTransaction() -> UInt64? {
+        // Lines are "pid thread txnid", txnid "-" for an idle slot (`mdb_reader_list`).
+        readerTable().compactMap { $0.split(whereSeparator: \.isWhitespace).last.flatMap { UInt64($0) } }.min()
+    }
+
     // MARK: - Registry
 
     private static let registry = LockedValue<[FileIdentity: WeakEnvironment]>([:])

@@ -5,9 +5,12 @@ import Synchronization
 
 /// A log file layer that fails on command: the Nth write or sync from now returns `code`.
 package final class FaultyLogFileSystem: LogFileSystem, Sendable {
-    package enum Operation: Sendable { case write, sync }
+    package enum Operation: Sendable { case write, sync, list, rename }
     private let real = PosixLogFileSystem()
     private let plan = LockedValue<(operation: Operation, countdown: Int, code: Int32)?>(nil)
+    /// Whether a failing write first writes all it was given (whole records), as a `pwritev`
+    /// that fails after its data reached the file, or an `fdatasync` error after `write`, can.
+    package let writesWholeRecordsBeforeFailing = LockedValue(false)
 
     package init() {}
 
@@ -15,6 +18,9 @@ package final class FaultyLogFileSystem: LogFileSystem, Sendable {
     package func fail(_ operation: Operation, after: Int = 0, with code: Int32) {
         plan.withLock { $0 = (operation, after, code) }
     }
+
+    /// Stops injecting faults.
+    package func heal() { plan.withLock { $0 = nil } }
 
     func check(_ operation: Operation) throws(LogIOError) {
         let code: Int32? = plan.withLock { plan in
@@ -28,9 +34,16 @@ package final class FaultyLogFileSystem: LogFileSystem, Sendable {
     package func open(_ path: String, preallocate: Int) throws(LogIOError) -> any LogFile {
         FaultyLogFile(real: try real.open(path, preallocate: preallocate), faults: self)
     }
-    package func rename(_ from: String, to: String) throws(LogIOError) { try real.rename(from, to: to) }
+    package func rename(_ from: String, to: String) throws(LogIOError) {
+        try check(.rename)
+        try real.rename(from, to: to)
+    }
     package func remove(_ path: String) throws(LogIOError) { try real.remove(path) }
     package func syncDirectory(_ directory: String) throws(LogIOError) { try real.syncDirectory(directory) }
+    package func contentsOfDirectory(_ directory: String) throws(LogIOError) -> [String] {
+        try check(.list)
+        return try real.contentsOfDirectory(directory)
+    }
 }
 
 final class FaultyLogFile: LogFile {
@@ -46,9 +59,11 @@ final class FaultyLogFile: LogFile {
         do {
             try faults.check(.write)
         } catch {
-            // A write that fails part way: half of it reaches the file.
+            // A write that fails part way: half of it reaches the file (or all of it).
             let total = parts.reduce(0) { $0 + $1.count }
-            if let first = parts.first, total > 1 {
+            if faults.writesWholeRecordsBeforeFailing.withLock({ $0 }) {
+                try? real.write(parts, at: offset)
+            } else if let first = parts.first, total > 1 {
                 try? real.write([UnsafeRawBufferPointer(rebasing: first.prefix(min(first.count, total / 2)))], at: offset)
             }
             throw error
@@ -84,6 +99,7 @@ package final class PowerLossLogFileSystem: LogFileSystem, Sendable {
     package func rename(_ from: String, to: String) throws(LogIOError) { try real.rename(from, to: to) }
     package func remove(_ path: String) throws(LogIOError) { try real.remove(path) }
     package func syncDirectory(_ directory: String) throws(LogIOError) { try real.syncDirectory(directory) }
+    package func contentsOfDirectory(_ directory: String) throws(LogIOError) -> [String] { try real.contentsOfDirectory(directory) }
 }
 
 final class PowerLossLogFile: LogFile {
@@ -107,4 +123,82 @@ final class PowerLossLogFile: LogFile {
     func readAll() throws(LogIOError) -> [UInt8] { try real.readAll() }
     func close() { real.close() }
     func dropUnsynced() { unsynced.withLock { $0 = [] } }
+}
+
+/// A log file layer that can hold one write until released, and records the order in which
+/// writes finish and files close, so tests can see what `close()` does to a leader mid-write.
+package final class GatedLogFileSystem: LogFileSystem, Sendable {
+    private let real = PosixLogFileSystem()
+    private let condition = NSCondition()
+    private let state = LockedValue<(armed: Bool, held: Bool, released: Bool, events: [String])>((false, false, false, []))
+
+    package init() {}
+
+    /// What happened, in order: "write" when a write returned, "close" when a file closed.
+    package var events: [String] { state.withLock { $0.events } }
+
+    /// The next write blocks until `release()`.
+    package func holdNextWrite() { state.withLock { $0.armed = true } }
+
+    package func waitUntilHeld() { wait { $0.held } }
+    package func waitUntilClosed() { wait { $0.events.contains("close") } }
+
+    package func release() {
+        condition.lock()
+        state.withLock { $0.released = true }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    fileprivate func write(_ body: () throws(LogIOError) -> Void) throws(LogIOError) {
+        condition.lock()
+        if state.withLock({ let armed = $0.armed; $0.armed = false; if armed { $0.held = true }; return armed }) {
+            condition.broadcast()
+            while !state.withLock({ $0.released }) { condition.wait() }
+        }
+        condition.unlock()
+        defer { note("write") }
+        try body()
+    }
+
+    fileprivate func note(_ event: String) {
+        condition.lock()
+        state.withLock { $0.events.append(event) }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func wait(until done: ((armed: Bool, held: Bool, released: Bool, events: [String])) -> Bool) {
+        condition.lock()
+        while !state.withLock({ done($0) }) { condition.wait() }
+        condition.unlock()
+    }
+
+    package func open(_ path: String, preallocate: Int) throws(LogIOError) -> any LogFile {
+        GatedLogFile(real: try real.open(path, preallocate: preallocate), gate: self)
+    }
+    package func rename(_ from: String, to: String) throws(LogIOError) { try real.rename(from, to: to) }
+    package func remove(_ path: String) throws(LogIOError) { try real.remove(path) }
+    package func syncDirectory(_ directory: String) throws(LogIOError) { try real.syncDirectory(directory) }
+    package func contentsOfDirectory(_ directory: String) throws(LogIOError) -> [String] { try real.contentsOfDirectory(directory) }
+}
+
+final class GatedLogFile: LogFile {
+    private let real: any LogFile
+    private let gate: GatedLogFileSystem
+
+    init(real: any LogFile, gate: GatedLogFileSystem) {
+        self.real = real
+        self.gate = gate
+    }
+
+    func write(_ parts: [UnsafeRawBufferPointer], at offset: Int) throws(LogIOError) {
+        try gate.write { () throws(LogIOError) in try real.write(parts, at: offset) }
+    }
+    func sync() throws(LogIOError) { try real.sync() }
+    func readAll() throws(LogIOError) -> [UInt8] { try real.readAll() }
+    func close() {
+        real.close()
+        gate.note("close")
+    }
 }

@@ -207,11 +207,15 @@ final class DurableTier: Sendable {
     }
 
     /// Bytes the map can still take: what it may grow to, minus pages in use, plus pages on
-    /// LMDB's free list.
+    /// LMDB's free list that it can reuse now. Pages freed by a transaction at least as new
+    /// as the oldest reader's snapshot (this read's own included) do not count: a reader in
+    /// any process pins them, and counting them would acknowledge puts that cannot be applied.
     func availableBytes() throws(ImageStoreError) -> Int {
         do {
             let stats = try environment.statistics()
-            let free = try environment.read { txn in try txn.freePageCount() }
+            let free = try environment.read { txn in
+                try txn.freePageCount(freedBefore: environment.oldestReaderTransaction())
+            }
             return maxMapSize - stats.usedBytes + free * stats.pageSize
         } catch {
             throw .from(error, path: path, operation: "reading free space", maxMapSize: maxMapSize)

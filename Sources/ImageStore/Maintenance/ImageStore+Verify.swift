@@ -66,9 +66,7 @@ extension ImageStore {
     /// Reads the log's segments without applying anything, reporting damage before valid
     /// records. (A writable store's own log was just recovered; this re-reads what it wrote since.)
     private func checkLog() throws(ImageStoreError) -> (problems: [VerifyProblem], segments: Int, torn: Int) {
-        let recovery = LogRecovery(
-            directory: path, fileSystem: PosixLogFileSystem(),
-            maxPayloadBytes: configuration.maxEntryBytes + 2 * configuration.maxURLBytes + 4096, salvage: false)
+        let recovery = LogRecovery(directory: path, fileSystem: PosixLogFileSystem(), salvage: false)
         do {
             let (report, _) = try recovery.replay(appliedSequence: try tier.appliedSequence()) { _ in }
             return ([], report.segmentsRead, report.tornBytesDropped)

@@ -23,19 +23,24 @@ final class LogApplier: Sendable {
     private let progress = NSCondition()
     /// Called with the memory released by each applied batch (the log's back-pressure).
     private let released: @Sendable (Int) -> Void
+    /// Called once when applying stops with an error, so writers parked in back-pressure
+    /// wake with it instead of waiting for memory that will never be released.
+    private let stopped: @Sendable (ImageStoreError) -> Void
     /// Called after each batch, on the writer queue (checkpoint policy, statistics).
-    private let afterBatch: @Sendable (UInt64) -> Void
+    private let afterBatch: @Sendable ([SequencedEntry]) -> Void
     /// Told what each batch changed, right after its commit and before the pending index
     /// forgets it, so caches in front of LMDB drop what they hold for it.
     private let changed: @Sendable ([SequencedEntry]) -> Void
 
     init(tier: DurableTier, index: PendingIndex, appliedSequence: UInt64,
-         released: @escaping @Sendable (Int) -> Void, afterBatch: @escaping @Sendable (UInt64) -> Void,
+         released: @escaping @Sendable (Int) -> Void, stopped: @escaping @Sendable (ImageStoreError) -> Void,
+         afterBatch: @escaping @Sendable ([SequencedEntry]) -> Void,
          changed: @escaping @Sendable ([SequencedEntry]) -> Void) {
         self.changed = changed
         self.tier = tier
         self.index = index
         self.released = released
+        self.stopped = stopped
         self.afterBatch = afterBatch
         state = LockedValue(State(appliedSequence: appliedSequence))
     }
@@ -69,6 +74,16 @@ final class LogApplier: Sendable {
         }
     }
 
+    /// Stops applying with `error` (a failure of LMDB outside a batch, such as a checkpoint's
+    /// sync): the store takes no more writes until it is reopened, and parked writers wake.
+    func fail(_ error: ImageStoreError) {
+        state.withLock { $0.failure = $0.failure ?? error }
+        stopped(error)
+        progress.lock()
+        progress.broadcast()
+        progress.unlock()
+    }
+
     /// Applies queued batches until the queue is empty. Runs on the writer queue.
     private func drain() {
         while true {
@@ -99,12 +114,13 @@ final class LogApplier: Sendable {
                 released(batch.reduce(0) { $0 + $1.entry.memoryCost })
                 // Housekeeping the batch triggers (the disk budget) counts as part of applying
                 // it: waiters see the sequence only once it is done.
-                afterBatch(last)
+                afterBatch(batch)
                 state.withLock { $0.appliedSequence = last }
             } catch {
                 // The records stay in the log (durable) and in the pending index (served);
                 // the store stops taking writes until it is reopened.
                 state.withLock { $0.failure = error }
+                stopped(error)
             }
             progress.lock()
             progress.broadcast()

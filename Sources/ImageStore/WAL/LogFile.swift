@@ -39,6 +39,9 @@ package protocol LogFileSystem: Sendable {
     func remove(_ path: String) throws(LogIOError)
     /// Makes creations, renames and removals in `directory` durable.
     func syncDirectory(_ directory: String) throws(LogIOError)
+    /// The names in `directory` ("." and ".." left out). A failure throws: recovery that
+    /// took an unreadable directory for an empty one would skip the log and reuse its names.
+    func contentsOfDirectory(_ directory: String) throws(LogIOError) -> [String]
 }
 
 /// The real file system, through POSIX calls.
@@ -70,6 +73,21 @@ package struct PosixLogFileSystem: LogFileSystem {
     package func syncDirectory(_ directory: String) throws(LogIOError) {
         do { try FileSystem.sync(directory) } catch {
             throw LogIOError("\(error.operation) directory \(directory)", code: error.code)
+        }
+    }
+
+    package func contentsOfDirectory(_ directory: String) throws(LogIOError) -> [String] {
+        guard let handle = opendir(directory) else { throw LogIOError("list \(directory)", code: errno) }
+        defer { closedir(handle) }
+        var names: [String] = []
+        while true {
+            errno = 0
+            guard let entry = readdir(handle) else {
+                if errno != 0 { throw LogIOError("list \(directory)", code: errno) }
+                return names
+            }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
         }
     }
 }

@@ -23,13 +23,16 @@ public struct RecoveryReport: Sendable, Hashable {
 struct LogRecovery {
     let directory: String
     let fileSystem: any LogFileSystem
-    let maxPayloadBytes: Int
     let salvage: Bool
 
     /// The segment numbers present in the directory, in order.
-    static func segments(in directory: String) -> [UInt64] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
-            .compactMap(WALFormat.segmentNumber(fromName:)).sorted()
+    /// - Throws: `storage` when the directory cannot be listed (never an empty list instead).
+    static func segments(in directory: String, fileSystem: any LogFileSystem) throws(ImageStoreError) -> [UInt64] {
+        do {
+            return try fileSystem.contentsOfDirectory(directory).compactMap(WALFormat.segmentNumber(fromName:)).sorted()
+        } catch {
+            throw .storage(path: directory, detail: "listing the log: \(error)")
+        }
     }
 
     /// Replays every segment: `apply` receives the valid records in order, segment by segment,
@@ -49,7 +52,7 @@ struct LogRecovery {
         /// later record turns up.
         var unresolvedDamage: (segment: UInt64, offset: Int, bytes: Int)?
 
-        for number in Self.segments(in: directory) {
+        for number in try Self.segments(in: directory, fileSystem: fileSystem) {
             let path = directory + "/" + WALFormat.segmentName(number)
             let bytes: [UInt8]
             do {
@@ -66,9 +69,12 @@ struct LogRecovery {
             try ImageStoreError.rethrowing(path: directory, operation: "reading the log") { try bytes.withUnsafeBytes { all in
                 while offset < all.count {
                     if let record = parse(all, at: offset, segment: number) {
-                        // Sequence numbers continue from what LMDB holds and never skip.
+                        // Sequence numbers continue from what LMDB holds and never skip, except
+                        // below applied-seq: a gap there lost nothing (LMDB holds it all), as
+                        // when a failed checkpoint left an older segment behind.
                         let wanted = expected ?? (appliedSequence + 1)
-                        if record.sequence != wanted && !(expected == nil && (afterSkip || record.sequence <= wanted)) {
+                        let gapIsApplied = record.sequence <= appliedSequence + 1
+                        if record.sequence != wanted && !gapIsApplied && !(expected == nil && afterSkip) {
                             let damage = unresolvedDamage ?? (number, offset, 0)
                             try resolve(damage, nextValid: (number, offset), report: &report,
                                         detail: "sequence numbers \(wanted) to \(record.sequence - 1) are missing")
@@ -122,11 +128,11 @@ struct LogRecovery {
     /// A record that meets validity conditions 1–6 (6 without the sequence check).
     private func parse(_ bytes: UnsafeRawBufferPointer, at offset: Int, segment: UInt64) -> (sequence: UInt64, entry: LogEntry, end: Int)? {
         guard offset + WALFormat.headerByteCount <= bytes.count,
-              let header = WALFormat.Header(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + 32)]), segment: segment, maxPayloadBytes: maxPayloadBytes),
+              let header = WALFormat.Header(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + 32)]), segment: segment),
               offset + 32 + header.length <= bytes.count
         else { return nil }
         let payload = UnsafeRawBufferPointer(rebasing: bytes[(offset + 32)..<(offset + 32 + header.length)])
-        let checksum = WALFormat.checksum(headerTail: UnsafeRawBufferPointer(rebasing: bytes[(offset + 8)..<(offset + 32)]), payload: [payload])
+        let checksum = WALFormat.checksum(headerTail: UnsafeRawBufferPointer(rebasing: bytes[(offset + 8)..<(offset + 32)]), payload: payload)
         guard checksum == header.checksum, header.sequence >= 1,
               let entry = LogEntry(type: header.type, payload: payload)
         else { return nil }
@@ -148,7 +154,7 @@ struct LogRecovery {
         let continuesSequence = expected.map { bytes.loadUnaligned(fromByteOffset: offset + 24, as: UInt64.self) == $0.littleEndian } ?? false
         guard namesSegment || continuesSequence else { return 0 }
         let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self)))
-        return min(available, WALFormat.headerByteCount + min(length, maxPayloadBytes))
+        return min(available, WALFormat.headerByteCount + min(length, WALFormat.maxPayloadBytes))
     }
 
     /// The offset of the next record after `offset` that meets conditions 1–5, if any. Only

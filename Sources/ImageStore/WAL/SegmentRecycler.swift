@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Keeps checkpointed segment files for reuse: overwriting a file whose blocks are already
 /// written is cheaper to fdatasync than appending to a new one (no block allocation or extent
@@ -9,23 +12,37 @@ enum SegmentRecycler {
     static let maxSpares = 2
     static let sparePrefix = "wal-spare-"
 
-    static func spares(in directory: String) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
-            .filter { $0.hasPrefix(sparePrefix) }.sorted()
+    /// The spare files' names, in order. - Throws: when the directory cannot be listed.
+    static func spares(in directory: String, fileSystem: any LogFileSystem) throws(LogIOError) -> [String] {
+        try fileSystem.contentsOfDirectory(directory).filter { $0.hasPrefix(sparePrefix) }.sorted()
     }
 
-    /// Renames a spare file to `path`; returns false when there is none (or it fails).
-    static func take(in directory: String, fileSystem: any LogFileSystem, as path: String) -> Bool {
-        guard let spare = spares(in: directory).first else { return false }
-        return (try? fileSystem.rename(directory + "/" + spare, to: path)) != nil
+    /// The segment numbers spare files were retired from.
+    static func spareNumbers(in directory: String, fileSystem: any LogFileSystem) throws(LogIOError) -> [UInt64] {
+        try spares(in: directory, fileSystem: fileSystem).compactMap {
+            WALFormat.segmentNumber(fromName: String($0.dropFirst(sparePrefix.count)))
+        }
+    }
+
+    /// Renames a spare file to `path`; returns false when there is none.
+    /// - Throws: when the directory cannot be listed or the rename fails.
+    static func take(in directory: String, fileSystem: any LogFileSystem, as path: String) throws(LogIOError) -> Bool {
+        guard let spare = try spares(in: directory, fileSystem: fileSystem).first else { return false }
+        try fileSystem.rename(directory + "/" + spare, to: path)
+        return true
     }
 
     /// Retires a checkpointed segment: kept as a spare while there are fewer than
     /// `maxSpares`, deleted otherwise. The caller syncs the directory afterwards.
+    /// A segment that is already gone (retired by an earlier, partly failed checkpoint) is done.
     static func retire(_ number: UInt64, in directory: String, fileSystem: any LogFileSystem) throws(LogIOError) {
         let path = directory + "/" + WALFormat.segmentName(number)
-        if spares(in: directory).count < maxSpares {
-            try fileSystem.rename(path, to: directory + "/" + sparePrefix + WALFormat.segmentName(number))
+        if try spares(in: directory, fileSystem: fileSystem).count < maxSpares {
+            do {
+                try fileSystem.rename(path, to: directory + "/" + sparePrefix + WALFormat.segmentName(number))
+            } catch where error.code == ENOENT {
+                return
+            }
         } else {
             try fileSystem.remove(path)
         }

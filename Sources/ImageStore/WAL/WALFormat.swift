@@ -28,7 +28,9 @@
 //
 // Records are not split into fixed blocks as in LevelDB: the writer hands the caller's image
 // bytes to `writev` without copying them, and the reader reads a payload into one buffer, so a
-// large image is never held in memory twice. A payload is at most `maxPayloadBytes`.
+// large image is never held in memory twice. A payload is at most `maxPayloadBytes` (1 GiB), a
+// constant of the format: the writer refuses larger payloads at append (`entryTooLarge`), so
+// whatever configuration a later opener has, it reads every record that was written.
 //
 // Payloads:
 // - put (1): UInt32 R, then R bytes of entry record (`StoreFormat.swift`), then the image bytes
@@ -43,7 +45,9 @@
 // 4. L ≤ `maxPayloadBytes` and the payload lies within the file;
 // 5. the checksum matches;
 // 6. its sequence number is one more than the previous valid record's (across segments), and
-//    its payload decodes (a put's record and byte count agree).
+//    its payload decodes (a put's record and byte count agree). Below `applied-seq` the
+//    sequence may jump: records LMDB already holds need no contiguity (a checkpoint that failed
+//    part way can leave an older segment behind while later ones were retired).
 //
 // ## Recovery rules (on open, before the store serves anything)
 // 1. Read segments in increasing number, records in order, while they are valid.
@@ -54,20 +58,32 @@
 // 3. Otherwise the damage is a torn tail (the normal crash case): it is dropped and the number
 //    of bytes dropped is reported in `ImageStore.recoveryReport`.
 // 4. Records whose sequence number is ≤ the `applied-seq` recorded in LMDB are already applied
-//    and skipped; the rest are applied in order (replay is idempotent).
+//    and skipped; the rest are applied in order (replay is idempotent). A gap whose missing
+//    numbers are all ≤ `applied-seq` is not damage.
 // 5. Then a checkpoint: LMDB is synced (`mdb_env_sync(env, 1)`), the replayed segments are
 //    recycled or deleted, the directory is fsynced, and a fresh segment continues the sequence.
 //
 // ## Checkpoint (on a size policy, on close, and on demand)
 // Apply everything written, `mdb_env_sync(env, 1)` (LMDB runs with `MDB_NOMETASYNC`, so its
 // commits sync data pages but not the meta page), then recycle or delete every segment whose
-// records are all applied, and fsync the directory.
+// records are all applied, and fsync the directory. A failed `mdb_env_sync` is never retried:
+// the store stops taking writes (reads go on) and the next open recovers from the log. A failed
+// retirement gives its segments back to the log, for the next checkpoint to retire.
+//
+// ## Batches
+// One leader writes at most `WriteAheadLog.maxBatchRecords` records and `maxBatchBytes` bytes
+// (a larger single record alone); this is the writer's policy, not part of the format.
 
 import CXXHash
+import Foundation
 
 /// Constants and the header codec of the log format described above.
 enum WALFormat {
     static let headerByteCount = 32
+    /// The largest payload a record may have (validity condition 4): a constant of the format,
+    /// enforced when appending, so every opener reads every record the writer wrote whatever
+    /// its configuration.
+    static let maxPayloadBytes = 1 << 30
 
     enum RecordType: UInt8 {
         case put = 1
@@ -88,7 +104,7 @@ enum WALFormat {
     }
 
     /// A record's 32-byte header, checksum included.
-    static func header(type: RecordType, segment: UInt64, sequence: UInt64, payload: [UnsafeRawBufferPointer]) -> [UInt8] {
+    static func header(type: RecordType, segment: UInt64, sequence: UInt64, payload: [Data]) -> [UInt8] {
         var header = [UInt8](repeating: 0, count: headerByteCount)
         let length = payload.reduce(0) { $0 + $1.count }
         header.withUnsafeMutableBytes { bytes in
@@ -96,21 +112,30 @@ enum WALFormat {
             bytes.storeBytes(of: type.rawValue, toByteOffset: 12, as: UInt8.self)
             bytes.storeBytes(of: segment.littleEndian, toByteOffset: 16, as: UInt64.self)
             bytes.storeBytes(of: sequence.littleEndian, toByteOffset: 24, as: UInt64.self)
-            let checksum = Self.checksum(headerTail: UnsafeRawBufferPointer(rebasing: bytes[8..<32]), payload: payload)
+            let seed = checksumSeed(headerTail: UnsafeRawBufferPointer(rebasing: bytes[8..<32]))
+            let checksum: UInt64
+            if payload.count == 1 {
+                checksum = payload[0].withUnsafeBytes { XXH3_64bits_withSeed($0.baseAddress, $0.count, seed) }
+            } else {
+                // One part at a time, each inside its own closure: parts never nest.
+                let state = XXH3_createState()!
+                defer { XXH3_freeState(state) }
+                XXH3_64bits_reset_withSeed(state, seed)
+                for part in payload { part.withUnsafeBytes { _ = XXH3_64bits_update(state, $0.baseAddress, $0.count) } }
+                checksum = XXH3_64bits_digest(state)
+            }
             bytes.storeBytes(of: checksum.littleEndian, toByteOffset: 0, as: UInt64.self)
         }
         return header
     }
 
-    /// XXH3-64 of the payload parts, seeded with XXH3-64 of header bytes 8..<32.
-    static func checksum(headerTail: UnsafeRawBufferPointer, payload: [UnsafeRawBufferPointer]) -> UInt64 {
-        let seed = XXH3_64bits(headerTail.baseAddress, headerTail.count)
-        if payload.count == 1 { return XXH3_64bits_withSeed(payload[0].baseAddress, payload[0].count, seed) }
-        let state = XXH3_createState()!
-        defer { XXH3_freeState(state) }
-        XXH3_64bits_reset_withSeed(state, seed)
-        for part in payload { XXH3_64bits_update(state, part.baseAddress, part.count) }
-        return XXH3_64bits_digest(state)
+    /// XXH3-64 of `payload`, seeded with XXH3-64 of header bytes 8..<32 (what the reader checks).
+    static func checksum(headerTail: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) -> UInt64 {
+        XXH3_64bits_withSeed(payload.baseAddress, payload.count, checksumSeed(headerTail: headerTail))
+    }
+
+    private static func checksumSeed(headerTail: UnsafeRawBufferPointer) -> UInt64 {
+        XXH3_64bits(headerTail.baseAddress, headerTail.count)
     }
 
     /// The fields of a header, before its payload is checked.
@@ -123,12 +148,12 @@ enum WALFormat {
 
         /// Decodes 32 bytes, checking conditions 2 and 3 (type, reserved bytes, segment) and
         /// the length bound of condition 4. Nil when any fails.
-        init?(_ bytes: UnsafeRawBufferPointer, segment expected: UInt64, maxPayloadBytes: Int) {
+        init?(_ bytes: UnsafeRawBufferPointer, segment expected: UInt64) {
             guard bytes.count >= 32 else { return nil }
             let reader = ByteReader(bytes: bytes)
             guard let type = RecordType(rawValue: bytes[12]), bytes[13] == 0, bytes[14] == 0, bytes[15] == 0,
                   reader.integer(at: 16, as: UInt64.self) == expected,
-                  let length = reader.integer(at: 8, as: UInt32.self), Int(length) <= maxPayloadBytes
+                  let length = reader.integer(at: 8, as: UInt32.self), Int(length) <= WALFormat.maxPayloadBytes
             else { return nil }
             self.checksum = reader.integer(at: 0, as: UInt64.self)!
             self.length = Int(length)

@@ -11,11 +11,22 @@ import Foundation
 /// so the file holds records in sequence order. A write or sync error puts the log into a
 /// failed state: retrying an fsync after a failure is unsafe (the kernel may have dropped the
 /// dirty pages), so every later append throws.
+///
+/// A leader takes at most `maxBatchRecords` records and `maxBatchBytes` bytes (a single larger
+/// record goes alone), so a `.none` queue of a million small records is written in many
+/// bounded batches rather than one unbounded one.
 final class WriteAheadLog: Sendable {
+    /// Records one leader writes at most.
+    static let maxBatchRecords = 4096
+    /// Payload bytes one leader writes at most (a single larger record is written alone).
+    static let maxBatchBytes = 64 << 20
+    /// Payload parts smaller than this are copied into the batch's buffer; larger ones (the
+    /// image bytes) go to `pwritev` in place.
+    private static let copyBelow = 16 << 10
+
     struct Options: Sendable {
         var directory: String
         var segmentBytes: Int
-        var maxPayloadBytes: Int
         /// Bytes of written records not yet applied to LMDB above which writers wait.
         var maxUnappliedBytes: Int
         var batchInterval: TimeInterval
@@ -28,6 +39,10 @@ final class WriteAheadLog: Sendable {
         var entry: LogEntry
         var needsSync: Bool
         var cost: Int
+        /// The payload, encoded once at append (the image bytes are not copied).
+        var parts: [Data]
+        /// Header and payload bytes on disk.
+        var bytes: Int
     }
 
     /// The segment being written.
@@ -53,7 +68,10 @@ final class WriteAheadLog: Sendable {
         /// Memory held by records not yet applied to LMDB (queued, written, or applying).
         var unappliedBytes = 0
         var lastSync = Date()
+        /// Set by `close()`: appends throw `closed` from then on.
         var isClosed = false
+        /// The applier's failure: appends (and writers parked in back-pressure) throw it.
+        var stopped: ImageStoreError?
     }
 
     let options: Options
@@ -84,24 +102,33 @@ final class WriteAheadLog: Sendable {
     ///
     /// `publish` runs under the log's lock with the record's sequence number, so whatever it
     /// records (the pending index) sees appends in log order.
-    /// - Throws: `LogIOError` when the log failed (now or earlier); nothing is acknowledged then.
+    /// - Throws: `entryTooLarge` for a payload over `WALFormat.maxPayloadBytes`; `closed` after
+    ///   `close()`; `diskFull` or `logFailed` when the log failed (now or
+    ///   earlier); the applier's failure once it stopped (also to writers parked in
+    ///   back-pressure). Nothing is queued when it throws before queuing; see `logFailed` for
+    ///   a record whose write or sync failed.
     @discardableResult
-    func append(_ entry: LogEntry, durability: Durability, publish: (UInt64) -> Void) throws(LogIOError) -> UInt64 {
+    func append(_ entry: LogEntry, durability: Durability, publish: (UInt64) -> Void) throws(ImageStoreError) -> UInt64 {
+        let parts = entry.payloadParts()
+        let payloadBytes = parts.reduce(0) { $0 + $1.count }
+        // The bound is the format's, so a record any opener would refuse is never acknowledged.
+        guard payloadBytes <= WALFormat.maxPayloadBytes else {
+            throw .entryTooLarge(byteCount: payloadBytes, limit: WALFormat.maxPayloadBytes)
+        }
         condition.lock()
         defer { condition.unlock() }
         let cost = entry.memoryCost
         // Back-pressure: wait while the applier is behind, helping to write the queue so it can
         // catch up. A single record larger than the limit still passes when nothing is pending.
-        while state.failure == nil && state.unappliedBytes > 0 && state.unappliedBytes + cost > options.maxUnappliedBytes {
+        while try checkAccepting() && state.unappliedBytes > 0 && state.unappliedBytes + cost > options.maxUnappliedBytes {
             if !state.queue.isEmpty && !state.leaderActive { lead(forceSync: false) } else { condition.wait() }
         }
-        if let failure = state.failure { throw failure }
-        precondition(!state.isClosed, "append after the log was closed")
 
         let sequence = state.nextSequence
         state.nextSequence += 1
         let needsSync = if case .sync = durability { true } else { false }
-        state.queue.append(Queued(sequence: sequence, entry: entry, needsSync: needsSync, cost: cost))
+        let bytes = WALFormat.headerByteCount + payloadBytes
+        state.queue.append(Queued(sequence: sequence, entry: entry, needsSync: needsSync, cost: cost, parts: parts, bytes: bytes))
         state.unappliedBytes += cost
         publish(sequence)
 
@@ -110,32 +137,59 @@ final class WriteAheadLog: Sendable {
             return sequence
         case .batched:
             while state.writtenSequence < sequence {
-                if let failure = state.failure { throw failure }
+                if let failure = state.failure { throw map(failure) }
                 if !state.leaderActive { lead(forceSync: false) } else { condition.wait() }
             }
         case .sync:
             while state.syncedSequence < sequence {
-                if let failure = state.failure { throw failure }
+                if let failure = state.failure { throw map(failure) }
                 if !state.leaderActive { lead(forceSync: false) } else { condition.wait() }
             }
         }
-        if let failure = state.failure, state.syncedSequence < sequence, needsSync { throw failure }
+        if let failure = state.failure, state.syncedSequence < sequence, needsSync { throw map(failure) }
         return sequence
     }
 
+    /// Throws what stops new appends (closed, failed, applier stopped); true otherwise.
+    /// Called with the lock held.
+    private func checkAccepting() throws(ImageStoreError) -> Bool {
+        if state.isClosed { throw .closed(path: options.directory) }
+        if let failure = state.failure { throw map(failure) }
+        if let stopped = state.stopped { throw stopped }
+        return true
+    }
+
+    private func map(_ error: LogIOError) -> ImageStoreError { WritePath.map(error, directory: options.directory) }
+
+    /// The applier stopped with `error`: wakes every writer, parked in back-pressure or about
+    /// to append, with it. Records already queued are still written (they are acknowledged
+    /// or about to be, and the next open replays them).
+    func stop(with error: ImageStoreError) {
+        condition.lock()
+        state.stopped = state.stopped ?? error
+        condition.broadcast()
+        condition.unlock()
+    }
+
     /// Writes and syncs everything queued so far; returns the last sequence number handed out.
-    /// - Throws: the log's failure, if it has failed.
+    /// - Throws: `diskFull` or `logFailed`, if the log has failed.
     @discardableResult
-    func flush() throws(LogIOError) -> UInt64 {
+    func flush() throws(ImageStoreError) -> UInt64 {
         condition.lock()
         defer { condition.unlock() }
+        if let failure = drain() { throw map(failure) }
+        return state.nextSequence - 1
+    }
+
+    /// Leads (or waits for leaders) until everything queued is written and synced; returns
+    /// the log's failure instead when it has one. Called and returns with the lock held.
+    private func drain() -> LogIOError? {
         let target = state.nextSequence - 1
         while state.syncedSequence < target || state.segment?.hasUnsyncedBytes == true {
-            if let failure = state.failure { throw failure }
+            if let failure = state.failure { return failure }
             if !state.leaderActive { lead(forceSync: true) } else { condition.wait() }
         }
-        if let failure = state.failure { throw failure }
-        return target
+        return state.failure
     }
 
     /// The applier reports that records holding `bytes` of memory reached LMDB.
@@ -150,14 +204,27 @@ final class WriteAheadLog: Sendable {
 
     // MARK: - Leading
 
-    /// Writes the whole queue as one batch. Called and returns with the lock held; drops it
-    /// for the I/O so other writers can queue meanwhile.
+    /// Writes the head of the queue (up to the batch caps) as one batch. Called and returns
+    /// with the lock held; drops it for the I/O so other writers can queue meanwhile.
     private func lead(forceSync: Bool) {
         // Invariant: one leader at a time, so the file is written in sequence order.
         assert(!state.leaderActive)
         state.leaderActive = true
-        let batch = state.queue
-        state.queue = []
+        var count = 0
+        var batchBytes = 0
+        while count < state.queue.count && count < Self.maxBatchRecords
+                && (count == 0 || batchBytes + state.queue[count].bytes <= Self.maxBatchBytes) {
+            batchBytes += state.queue[count].bytes
+            count += 1
+        }
+        let batch: [Queued]
+        if count == state.queue.count {  // the common case: take it all, no copying
+            batch = state.queue
+            state.queue = []
+        } else {
+            batch = Array(state.queue.prefix(count))
+            state.queue.removeFirst(count)
+        }
         let syncNow = forceSync || batch.contains { $0.needsSync }
             || Date().timeIntervalSince(state.lastSync) >= options.batchInterval
         var segment = state.segment!
@@ -166,7 +233,6 @@ final class WriteAheadLog: Sendable {
         var failure: LogIOError?
         var rolled: (number: UInt64, lastSequence: UInt64)?
         do {
-            let batchBytes = batch.reduce(0) { $0 + WALFormat.headerByteCount + $1.entry.payloadParts().reduce(0) { $0 + $1.count } }
             if segment.size > 0 && segment.size + batchBytes > options.segmentBytes {
                 // Every record of the old segment must be durable before a record of the next one
                 // can be: recovery treats damage before valid records as lost data.
@@ -204,51 +270,46 @@ final class WriteAheadLog: Sendable {
         condition.broadcast()
     }
 
-    /// Writes the batch's records back to back with one `writev`.
+    /// Writes the batch's records back to back. Headers and small payloads are copied into one
+    /// buffer; each large part (an image) is written in place together with the buffer before
+    /// it, one `pwritev` each. Every pointer lives only inside its own `withUnsafeBytes`, and
+    /// nothing nests deeper than one part, however many records the batch holds.
     private func write(_ batch: [Queued], to segment: inout OpenSegment) throws(LogIOError) {
-        var headers: [[UInt8]] = []
-        var payloads: [[Data]] = []
-        headers.reserveCapacity(batch.count)
-        for queued in batch {
-            let parts = queued.entry.payloadParts()
-            payloads.append(parts)
-            headers.append(Self.withBuffers(parts) { buffers in
-                WALFormat.header(type: queued.entry.type, segment: segment.number, sequence: queued.sequence, payload: buffers)
-            })
-        }
-        var flat: [Data] = []
-        for (header, parts) in zip(headers, payloads) {
-            flat.append(Data(header))
-            flat.append(contentsOf: parts)
-        }
-        let total = flat.reduce(0) { $0 + $1.count }
         let file = segment.file
-        let offset = segment.size
-        try Self.withBuffers(flat) { buffers in
-            Result { () throws(LogIOError) in try file.write(buffers, at: offset) }
-        }.get()
-        segment.size += total
+        var offset = segment.size
+        var pending: [UInt8] = []
+        pending.reserveCapacity(min(batch.reduce(0) { $0 + $1.bytes }, Self.maxBatchBytes))
+        for queued in batch {
+            pending.append(contentsOf: WALFormat.header(type: queued.entry.type, segment: segment.number,
+                                                        sequence: queued.sequence, payload: queued.parts))
+            for part in queued.parts {
+                if part.count < Self.copyBelow {
+                    pending.append(contentsOf: part)
+                    continue
+                }
+                try part.withUnsafeBytes { image in
+                    pending.withUnsafeBytes { head in
+                        Result { () throws(LogIOError) in try file.write([head, image], at: offset) }
+                    }
+                }.get()
+                offset += pending.count + part.count
+                pending.removeAll(keepingCapacity: true)
+            }
+        }
+        if !pending.isEmpty {
+            try pending.withUnsafeBytes { head in
+                Result { () throws(LogIOError) in try file.write([head], at: offset) }
+            }.get()
+            offset += pending.count
+        }
+        segment.size = offset
         segment.lastSequence = batch.last!.sequence
         segment.hasUnsyncedBytes = true
     }
 
-    /// Calls `body` with stable buffer pointers to every part.
-    private static func withBuffers<R>(_ parts: [Data], _ body: ([UnsafeRawBufferPointer]) -> R) -> R {
-        var buffers: [UnsafeRawBufferPointer] = []
-        buffers.reserveCapacity(parts.count)
-        func recurse(_ index: Int) -> R {
-            if index == parts.count { return body(buffers) }
-            return parts[index].withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> R in
-                buffers.append(raw)
-                return recurse(index + 1)
-            }
-        }
-        return recurse(0)
-    }
-
     private static func openSegment(_ number: UInt64, options: Options) throws(LogIOError) -> OpenSegment {
         let path = options.directory + "/" + WALFormat.segmentName(number)
-        let recycled = SegmentRecycler.take(in: options.directory, fileSystem: options.fileSystem, as: path)
+        let recycled = try SegmentRecycler.take(in: options.directory, fileSystem: options.fileSystem, as: path)
         let file = try options.fileSystem.open(path, preallocate: recycled ? 0 : options.segmentBytes)
         try options.fileSystem.syncDirectory(options.directory)
         return OpenSegment(number: number, file: file)
@@ -264,6 +325,16 @@ final class WriteAheadLog: Sendable {
         let done = state.closedSegments.filter { $0.lastSequence <= appliedSequence }
         state.closedSegments.removeAll { $0.lastSequence <= appliedSequence }
         return done.map(\.number)
+    }
+
+    /// Gives back segments a failed checkpoint took but did not retire, so a later checkpoint
+    /// retires them (their records are all applied).
+    func putBack(_ segments: [UInt64]) {
+        guard !segments.isEmpty else { return }
+        condition.lock()
+        defer { condition.unlock() }
+        state.closedSegments = (state.closedSegments + segments.map { (number: $0, lastSequence: 0) })
+            .sorted { $0.number < $1.number }
     }
 
     /// A snapshot for `imgstore-admin wal` and statistics.
@@ -284,13 +355,18 @@ final class WriteAheadLog: Sendable {
         return state.failure
     }
 
-    /// Stops the background flusher and closes the open segment. Call after a final flush.
-    /// Returns the open segment's number and last sequence, for the final checkpoint.
+    /// Closes the log: later appends throw `closed`; appends already queued (and writers
+    /// parked waiting for their record) are written and synced first, and the file is closed
+    /// only once no leader is writing to it. Returns the open segment's number and last
+    /// sequence, for the final checkpoint.
     func close() -> (number: UInt64, lastSequence: UInt64)? {
         flusher.stop()
         condition.lock()
         defer { condition.unlock() }
         state.isClosed = true
+        condition.broadcast()  // writers parked in back-pressure now throw `closed`
+        _ = drain()  // a failure is already the log's state: what it lost is not acknowledged
+        while state.leaderActive { condition.wait() }
         guard let segment = state.segment else { return nil }
         segment.file.close()
         state.segment = nil
@@ -307,7 +383,8 @@ final class WriteAheadLog: Sendable {
             while let log = self, !log.flusher.isStopped {
                 log.flusher.sleep(interval)
                 log.condition.lock()
-                if log.state.failure == nil && !log.state.isClosed && !log.state.leaderActive
+                // A capped batch leaves the rest queued: keep leading until it is all written.
+                while log.state.failure == nil && !log.state.isClosed && !log.state.leaderActive
                     && (!log.state.queue.isEmpty || log.state.segment?.hasUnsyncedBytes == true) {
                     log.lead(forceSync: true)
                 }

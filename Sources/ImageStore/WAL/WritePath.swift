@@ -12,14 +12,12 @@ final class WritePath: Sendable {
     let applier: LogApplier
     let recoveryReport: RecoveryReport
     private let lock: LockedValue<WriterLock?>
+    private let syncFault: (@Sendable () -> ImageStoreError?)?
     private let directory: String
     private let fileSystem: any LogFileSystem
-    /// Map bytes still free after what is applied: refreshed after each batch, so `put` can
-    /// refuse what cannot fit before logging it (an acknowledged put must be appliable).
-    private let availableBytes: Atomic<Int>
-    private let batchesSinceMeasure = Atomic<Int>(0)
-    /// Below this estimate, free space is re-measured after every batch.
-    private static let measureBelow = 4 << 30
+    /// Room left in the map, so `put` can refuse what cannot fit before logging it (an
+    /// acknowledged put must be appliable).
+    private let space: MapSpace
 
     /// Takes the writer lock, recovers the log into LMDB, checkpoints, and starts a new log.
     /// - Throws: `writerLocked`, `walCorrupt`, `storeFull` (replay needs a larger map),
@@ -31,6 +29,7 @@ final class WritePath: Sendable {
          changed: @escaping @Sendable ([SequencedEntry]) -> Void,
          afterApply: @escaping @Sendable () -> Void) throws(ImageStoreError) {
         self.afterApply = afterApply
+        syncFault = configuration.checkpointSyncFault
         let directory = tier.path
         self.tier = tier
         self.directory = directory
@@ -39,28 +38,31 @@ final class WritePath: Sendable {
 
         // Recovery: replay what LMDB lacks, then checkpoint it all away.
         let applied = try tier.appliedSequence()
-        let maxPayload = configuration.maxEntryBytes + 2 * configuration.maxURLBytes + 4096
-        let recovery = LogRecovery(directory: directory, fileSystem: fileSystem, maxPayloadBytes: maxPayload,
-                                   salvage: configuration.salvageDamagedLog)
+        let recovery = LogRecovery(directory: directory, fileSystem: fileSystem, salvage: configuration.salvageDamagedLog)
         let (report, lastSequence) = try recovery.replay(appliedSequence: applied) { (batch) throws(ImageStoreError) in
             try ImageStoreError.rethrowing(path: directory, operation: "replaying the log") { try tier.writer.sync { try tier.apply(batch) } }
         }
         recoveryReport = report
-        let segments = LogRecovery.segments(in: directory)
-        let spares = SegmentRecycler.spares(in: directory).compactMap { WALFormat.segmentNumber(fromName: String($0.dropFirst(SegmentRecycler.sparePrefix.count))) }
-        try Self.checkpoint(tier: tier, segments: segments, directory: directory, fileSystem: fileSystem)
+        let segments = try LogRecovery.segments(in: directory, fileSystem: fileSystem)
+        let spares: [UInt64]
+        do { spares = try SegmentRecycler.spareNumbers(in: directory, fileSystem: fileSystem) } catch {
+            throw .storage(path: directory, detail: "listing the log: \(error)")
+        }
+        var unretired = segments
+        try Self.checkpoint(tier: tier, segments: &unretired, directory: directory, fileSystem: fileSystem)
 
         let appliedNow = max(applied, lastSequence)
-        availableBytes = Atomic(try tier.availableBytes())
+        space = MapSpace(measured: try tier.availableBytes())
         let relay = LogRelay()
         let index = self.index
         let applier = LogApplier(
             tier: tier, index: index, appliedSequence: appliedNow,
             released: { relay.log?.released($0) },
-            afterBatch: { applied in relay.afterBatch?(applied) }, changed: changed)
+            stopped: { relay.log?.stop(with: $0) },
+            afterBatch: { batch in relay.afterBatch?(batch) }, changed: changed)
         self.applier = applier
         let options = WriteAheadLog.Options(
-            directory: directory, segmentBytes: configuration.logSegmentBytes, maxPayloadBytes: maxPayload,
+            directory: directory, segmentBytes: configuration.logSegmentBytes,
             maxUnappliedBytes: configuration.maxUnappliedBytes, batchInterval: Self.batchInterval(configuration.durability),
             fileSystem: fileSystem)
         do {
@@ -71,7 +73,7 @@ final class WritePath: Sendable {
         } catch {
             throw Self.map(error, directory: directory)
         }
-        relay.set(log: log) { [weak self] applied in self?.afterBatch(applied) }
+        relay.set(log: log) { [weak self] batch in self?.afterBatch(batch) }
     }
 
     private static func batchInterval(_ durability: Durability) -> TimeInterval {
@@ -86,43 +88,37 @@ final class WritePath: Sendable {
     ///   applier's failure.
     func append(_ entry: LogEntry, durability: Durability) throws(ImageStoreError) {
         if let failure = applier.failure { throw failure }
-        if case let .put(_, data) = entry {
-            // Room for the value's overflow pages plus B-tree pages, and what is queued ahead.
-            let needed = data.count + data.count / 8 + (64 << 10) + log.status().unappliedBytes
-            if availableBytes.load(ordering: .relaxed) < needed {
-                // The estimate may be stale: refresh it once before refusing.
-                settleQuietly()
-                if let fresh = try? tier.availableBytes() { availableBytes.store(fresh, ordering: .relaxed) }
-                if availableBytes.load(ordering: .relaxed) < needed {
-                    throw .storeFull(path: directory, limit: tier.maxMapSize)
-                }
-            }
+        let need = MapSpace.need(entry)
+        if !space.reserve(need) {
+            // The estimate may be stale: settle, measure once more, then refuse.
+            try settle()
+            space.measured(try tier.availableBytes())
+            guard space.reserve(need) else { throw .storeFull(path: directory, limit: tier.maxMapSize) }
         }
         do {
             try log.append(entry, durability: durability) { sequence in index.record(entry, sequence: sequence) }
         } catch {
-            throw Self.map(error, directory: directory)
+            // These are refused before the entry is logged; after other failures the store
+            // stops taking writes, and a reservation that stays does no harm.
+            switch error {
+            case .entryTooLarge, .closed: space.unreserve(need)
+            default: break
+            }
+            throw error
         }
     }
 
     /// Waits until LMDB holds every write acknowledged before the call (and syncs the log).
     func settle() throws(ImageStoreError) {
-        let last: UInt64
-        do { last = try log.flush() } catch { throw Self.map(error, directory: directory) }
-        try applier.waitUntilApplied(last)
+        try applier.waitUntilApplied(try log.flush())
     }
-
-    private func settleQuietly() { try? settle() }
 
     /// Applies and syncs everything, then retires every segment whose records LMDB holds.
     func checkpoint() throws(ImageStoreError) {
         try settle()
         let applied = applier.appliedSequence
         try ImageStoreError.rethrowing(path: directory, operation: "checkpointing") {
-            try tier.writer.sync {
-                let done = log.takeCheckpointableSegments(appliedSequence: applied)
-                try Self.checkpoint(tier: tier, segments: done, directory: directory, fileSystem: fileSystem)
-            }
+            try tier.writer.sync { try checkpoint(log.takeCheckpointableSegments(appliedSequence: applied)) }
         }
     }
 
@@ -130,14 +126,17 @@ final class WritePath: Sendable {
     /// replay; then releases the writer lock. Best effort after a failure: what could not be
     /// applied stays in the log for the next open.
     func close() {
-        let settled = (try? settle()) != nil
+        _ = try? settle()  // a failure is the log's or the applier's state, checked below
+        // Closing the log writes what appends raced in after the settle, and waits for them.
         let last = log.close()
+        let settled = (try? applier.waitUntilApplied(log.status().writtenSequence)) != nil
         if settled && applier.failure == nil && log.failure == nil {
             let applied = applier.appliedSequence
             var segments = log.takeCheckpointableSegments(appliedSequence: applied)
             if let last, last.lastSequence <= applied { segments.append(last.number) }
+            // What is not retired stays on disk, below applied-seq: the next open skips it.
             try? ImageStoreError.rethrowing(path: directory, operation: "checkpointing on close") {
-                try tier.writer.sync { try Self.checkpoint(tier: tier, segments: segments, directory: directory, fileSystem: fileSystem) }
+                try tier.writer.sync { try checkpoint(segments) }
             }
         }
         lock.withLock { $0 = nil }
@@ -150,29 +149,54 @@ final class WritePath: Sendable {
         lock.withLock { $0 = nil }
     }
 
-    /// After each applied batch (on the writer queue): refresh the free-space estimate, and
-    /// checkpoint when a segment has been closed.
-    private func afterBatch(_ applied: UInt64) {
+    /// After each applied batch (on the writer queue): the batch's reservations end (with a
+    /// fresh measurement when space may run short), and a checkpoint when a segment closed.
+    private func afterBatch(_ batch: [SequencedEntry]) {
         afterApply()
-        // Measuring free space reads LMDB's free list; only worth it when space may run short.
-        let batches = batchesSinceMeasure.add(1, ordering: .relaxed).newValue
-        if availableBytes.load(ordering: .relaxed) < Self.measureBelow || batches >= 256 {
-            batchesSinceMeasure.store(0, ordering: .relaxed)
-            if let free = try? tier.availableBytes() { availableBytes.store(free, ordering: .relaxed) }
-        }
+        let need = batch.reduce(0) { $0 + MapSpace.need($1.entry) }
+        // A failed measurement counts the batch as using all it reserved (never an over-estimate).
+        space.applied(need: need, measured: space.wantsMeasurement ? try? tier.availableBytes() : nil)
+        guard let applied = batch.last?.sequence else { return }
         let done = log.takeCheckpointableSegments(appliedSequence: applied)
-        if !done.isEmpty {
-            try? Self.checkpoint(tier: tier, segments: done, directory: directory, fileSystem: fileSystem)
+        // A failure puts the segments back for the next checkpoint to retire; nothing is lost
+        // meanwhile (LMDB holds their records, and they stay on disk).
+        try? checkpoint(done)
+    }
+
+    /// Checkpoints `segments` (taken from the log); whatever a failure leaves unretired goes
+    /// back to the log, so a later checkpoint retires it.
+    private func checkpoint(_ segments: [UInt64]) throws(ImageStoreError) {
+        guard !segments.isEmpty else { return }
+        do throws(ImageStoreError) {
+            if let fault = syncFault?() { throw fault }
+            try tier.sync()
+        } catch {
+            // Fail-stop: retrying a failed writeback is unsafe (the kernel may have dropped the
+            // pages, as with the log's fsync). The log keeps every record; reopening recovers.
+            log.putBack(segments)
+            applier.fail(error)
+            throw error
+        }
+        var unretired = segments
+        do {
+            try Self.checkpoint(tier: tier, segments: &unretired, directory: directory, fileSystem: fileSystem)
+        } catch {
+            log.putBack(unretired)
+            throw error
         }
     }
 
     /// LMDB synced (meta page included), then the segments retired, then the directory synced.
-    private static func checkpoint(tier: DurableTier, segments: [UInt64], directory: String,
+    /// `segments` keeps those not yet retired when it throws.
+    private static func checkpoint(tier: DurableTier, segments: inout [UInt64], directory: String,
                                    fileSystem: any LogFileSystem) throws(ImageStoreError) {
         guard !segments.isEmpty else { return }
         try tier.sync()
         do {
-            for number in segments { try SegmentRecycler.retire(number, in: directory, fileSystem: fileSystem) }
+            while let number = segments.first {
+                try SegmentRecycler.retire(number, in: directory, fileSystem: fileSystem)
+                segments.removeFirst()
+            }
             try fileSystem.syncDirectory(directory)
         } catch {
             throw map(error, directory: directory)
@@ -196,14 +220,14 @@ private final class LogRelay: Sendable {
     /// (and other processes' compactions refused). `WritePath` owns the log.
     private struct State: Sendable {
         weak var log: WriteAheadLog?
-        var afterBatch: (@Sendable (UInt64) -> Void)?
+        var afterBatch: (@Sendable ([SequencedEntry]) -> Void)?
     }
     private let state = LockedValue(State())
 
     var log: WriteAheadLog? { state.withLock { $0.log } }
-    var afterBatch: (@Sendable (UInt64) -> Void)? { state.withLock { $0.afterBatch } }
+    var afterBatch: (@Sendable ([SequencedEntry]) -> Void)? { state.withLock { $0.afterBatch } }
 
-    func set(log: WriteAheadLog, afterBatch: @escaping @Sendable (UInt64) -> Void) {
+    func set(log: WriteAheadLog, afterBatch: @escaping @Sendable ([SequencedEntry]) -> Void) {
         state.withLock { $0 = State(log: log, afterBatch: afterBatch) }
     }
 }

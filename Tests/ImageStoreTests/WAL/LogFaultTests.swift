@@ -57,6 +57,82 @@ import Testing
             #expect(outcomes.withLock { $0 } == Array(repeating: false, count: 8))
         }
     }
+
+    @Test func aFailingDirectoryListingFailsTheOpenInsteadOfSkippingTheLog() throws {
+        try withTemporaryDirectory { directory throws in
+            try LogTest.makeCrashedStore(at: directory, count: 5)
+            let faults = FaultyLogFileSystem()
+            faults.fail(.list, with: EIO)
+            #expect { try ImageStore(path: directory, configuration: LogTest.configuration(fileSystem: faults)) } throws: { error in
+                guard case .storage(_, let detail) = error as? ImageStoreError else { return false }
+                return detail.contains("listing the log") && detail.contains("Input/output error")
+            }
+            // Nothing was replayed past, reused or retired: a healthy open still finds all of it.
+            let store = try ImageStore(path: directory, configuration: LogTest.configuration())
+            defer { store.close() }
+            #expect(store.recoveryReport.recordsReplayed == 5)
+        }
+    }
+
+
+    @Test func anLMDBSyncErrorInACheckpointStopsWritesAndReopeningRecoversFromTheLog() throws {
+        try withTemporaryDirectory { directory throws in
+            let failing = LockedValue(false)
+            var configuration = LogTest.configuration()
+            configuration.checkpointSyncFault = {
+                failing.withLock { $0 } ? .storage(path: directory, detail: "syncing LMDB failed: Input/output error") : nil
+            }
+            let store = try ImageStore(path: directory, configuration: configuration)
+            failing.withLock { $0 = true }
+            // Segments roll and their checkpoints fail: the first failure stops writes for good.
+            var acknowledged = 0
+            var refusal: ImageStoreError?
+            for n in 0..<400 {
+                do {
+                    try store.put(LogTest.smallEntry(n).data, for: LogTest.smallEntry(n).url)
+                    acknowledged += 1
+                } catch let error as ImageStoreError {
+                    refusal = error
+                    break
+                }
+            }
+            #expect(refusal == .storage(path: directory, detail: "syncing LMDB failed: Input/output error"))
+            #expect(throws: ImageStoreError.self) { try store.checkpoint() }
+            failing.withLock { $0 = false }
+            // Not retried later: the store still takes no writes, and reads go on.
+            #expect(throws: ImageStoreError.self) { try store.put(Data([1]), for: "https://x.test/after") }
+            for n in 0..<acknowledged { #expect(try store.get(LogTest.smallEntry(n).url)?.data == LogTest.smallEntry(n).data) }
+            store.close()
+            #expect(try !LogTest.segments(directory).isEmpty, "the log was kept for the next open")
+
+            let reopened = try ImageStore(path: directory, configuration: LogTest.configuration())
+            defer { reopened.close() }
+            for n in 0..<acknowledged { #expect(try reopened.get(LogTest.smallEntry(n).url)?.data == LogTest.smallEntry(n).data) }
+            try checkConsistency(of: reopened)
+        }
+    }
+
+
+    @Test(arguments: [ENOSPC, EIO])
+    func aPutThatThrowsAfterItsRecordReachedTheLogMayReappearAndTheErrorSaysSo(code: Int32) throws {
+        try withTemporaryDirectory { directory throws in
+            let faults = FaultyLogFileSystem()
+            let store = try ImageStore(path: directory, configuration: LogTest.configuration(fileSystem: faults))
+            try store.put(LogTest.smallEntry(0).data, for: LogTest.smallEntry(0).url)
+            faults.writesWholeRecordsBeforeFailing.withLock { $0 = true }
+            faults.fail(.write, with: code)
+            #expect { try store.put(LogTest.smallEntry(1).data, for: LogTest.smallEntry(1).url) } throws: { error in
+                "\(error)".contains("is unknown (the entry may be present after the store reopens)")
+            }
+            store.close()
+            let reopened = try ImageStore(path: directory, configuration: LogTest.configuration())
+            defer { reopened.close() }
+            // The whole record was in the file, so recovery replays it: the documented contract.
+            #expect(try reopened.get(LogTest.smallEntry(1).url)?.data == LogTest.smallEntry(1).data)
+            #expect(try reopened.get(LogTest.smallEntry(0).url)?.data == LogTest.smallEntry(0).data)
+        }
+    }
+
 }
 
 import Synchronization

@@ -126,4 +126,49 @@ import Testing
             try checkConsistency(of: reopened)
         }
     }
+
+    // MARK: - Checkpoints that fail
+
+    @Test func aFailedCheckpointKeepsItsSegmentsAndTheNextOpenNeedsNoContiguityBelowAppliedSeq() throws {
+        try withTemporaryDirectory { directory throws in
+            let faults = FaultyLogFileSystem()
+            let store = try ImageStore(path: directory, configuration: LogTest.configuration(fileSystem: faults))
+            // Retiring segments fails (background checkpoints and this explicit one).
+            faults.fail(.rename, with: EIO)
+            for n in 0..<40 { try store.put(LogTest.smallEntry(n).data, for: LogTest.smallEntry(n).url) }
+            #expect(throws: ImageStoreError.self) { try store.checkpoint() }
+            faults.heal()
+            for n in 40..<80 { try store.put(LogTest.smallEntry(n).data, for: LogTest.smallEntry(n).url) }
+            try store.checkpoint()
+            // The failed checkpoint's segments were retired by the later one, not left behind.
+            #expect(try LogTest.segments(directory).count == 1, "only the open segment remains")
+            store.abandonForTesting()
+
+            let reopened = try ImageStore(path: directory, configuration: LogTest.configuration())
+            defer { reopened.close() }
+            for n in 0..<80 { #expect(try reopened.get(LogTest.smallEntry(n).url)?.data == LogTest.smallEntry(n).data) }
+        }
+    }
+
+    @Test func segmentsLeftBelowAppliedSeqWithAGapAfterThemOpenCleanly() throws {
+        try withTemporaryDirectory { directory throws in
+            // What a failed checkpoint used to leave: an old segment, then newer ones retired.
+            let faults = FaultyLogFileSystem()
+            let store = try ImageStore(path: directory, configuration: LogTest.configuration(fileSystem: faults))
+            faults.fail(.rename, with: EIO)  // keeps every segment on disk
+            for n in 0..<80 { try store.put(LogTest.smallEntry(n).data, for: LogTest.smallEntry(n).url) }
+            _ = try store.statistics()  // everything applied to LMDB
+            let before = try LogTest.segments(directory)
+            store.abandonForTesting()
+            let copy = directory + "/gap"
+            try LogTest.copyStore(directory, to: copy)
+            let names = try LogTest.segments(copy)
+            try #require(names.count >= 3, "segments: \(before)")
+            try FileManager.default.removeItem(atPath: names[1])  // a gap below applied-seq
+            let reopened = try ImageStore(path: copy, configuration: LogTest.configuration())
+            defer { reopened.close() }
+            for n in 0..<80 { #expect(try reopened.get(LogTest.smallEntry(n).url)?.data == LogTest.smallEntry(n).data) }
+        }
+    }
+
 }

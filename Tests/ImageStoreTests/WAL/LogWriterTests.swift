@@ -1,0 +1,132 @@
+import Foundation
+import Locking
+@testable import ImageStore
+import ImageStoreTestSupport
+import Testing
+
+/// The log's writer on its own: batching, closing, and what waiters are told.
+@Suite struct LogWriterTests {
+    private static func makeLog(_ directory: String, fileSystem: any LogFileSystem = PosixLogFileSystem(),
+                                maxUnappliedBytes: Int = 1 << 40,
+                                onWritten: @escaping @Sendable ([SequencedEntry]) -> Void = { _ in }) throws -> WriteAheadLog {
+        let options = WriteAheadLog.Options(
+            directory: directory, segmentBytes: 64 << 20, maxUnappliedBytes: maxUnappliedBytes,
+            batchInterval: 3600, fileSystem: fileSystem)
+        return try WriteAheadLog(options: options, firstSegment: 1, nextSequence: 1, onWritten: onWritten, onFailed: { _ in })
+    }
+
+    // MARK: - Batches
+
+    @Test func aMillionQueuedRecordsAreWrittenInCappedBatchesWithoutOverflowingTheStack() throws {
+        try withTemporaryDirectory { directory throws in
+            let batches = LockedValue<[Int]>([])
+            let log = try Self.makeLog(directory) { batch in batches.withLock { $0.append(batch.count) } }
+            let count = 1_000_000
+            for n in 0..<count { try log.append(.delete(cacheKey: "k\(n)"), durability: .none) { _ in } }
+            // One flush finds the whole queue: it must not build a million nested closures.
+            #expect(try log.flush() == UInt64(count))
+            let sizes = batches.withLock { $0 }
+            #expect(sizes.reduce(0, +) == count)
+            #expect(sizes.max()! <= WriteAheadLog.maxBatchRecords)
+            _ = log.close()
+        }
+    }
+
+    // MARK: - Closing
+
+    @Test func anAppendAfterCloseThrowsClosed() throws {
+        try withTemporaryDirectory { directory throws in
+            let log = try Self.makeLog(directory)
+            try log.append(.delete(cacheKey: "a"), durability: .sync) { _ in }
+            _ = log.close()
+            #expect(throws: ImageStoreError.closed(path: directory)) {
+                try log.append(.delete(cacheKey: "b"), durability: .sync) { _ in }
+            }
+            #expect(throws: ImageStoreError.closed(path: directory)) {
+                try log.append(.delete(cacheKey: "c"), durability: .none) { _ in }
+            }
+        }
+    }
+
+    @Test func closeWaitsForTheLeaderBeforeClosingTheFile() throws {
+        try withTemporaryDirectory { directory throws in
+            let gate = GatedLogFileSystem()
+            let log = try Self.makeLog(directory, fileSystem: gate)
+            gate.holdNextWrite()
+            let writer = Thread { _ = try? log.append(.delete(cacheKey: "a"), durability: .sync) { _ in } }
+            writer.start()
+            gate.waitUntilHeld()
+            let closer = Thread { _ = log.close() }
+            closer.start()
+            usleep(50_000)  // gives a close that does not wait the chance to close the file under the write
+            gate.release()
+            gate.waitUntilClosed()
+            #expect(gate.events == ["write", "close"], "the file was closed while the leader still wrote to it")
+        }
+    }
+
+    @Test func putsRacingCloseEitherSucceedOrThrowClosed() throws {
+        for round in 0..<20 {
+            try withTemporaryDirectory { directory throws in
+                var configuration = LogTest.configuration()
+                // Writers then park in back-pressure, where a close finds them.
+                configuration.maxUnappliedBytes = 2048
+                let store = try ImageStore(path: directory, configuration: configuration)
+                let acknowledged = LockedValue<[Int]>([])
+                let unexpected = LockedValue<[String]>([])
+                let writers = startThreads(3) { thread in
+                    for n in 0..<20_000 {
+                        let id = thread * 1_000_000 + n
+                        do {
+                            try store.put(LogTest.smallEntry(id % 50).data, for: "https://x.test/\(id)", durability: .none)
+                            acknowledged.withLock { $0.append(id) }
+                        } catch ImageStoreError.closed {
+                            return
+                        } catch {
+                            unexpected.withLock { $0.append("\(error)") }
+                            return
+                        }
+                    }
+                }
+                // Close once the writers are busy: some are then between `checkOpen` and the log.
+                while acknowledged.withLock({ $0.count }) < 300 { sched_yield() }
+                store.close()
+                writers.wait()
+                #expect(unexpected.withLock { $0 } == [], "round \(round)")
+                // A clean close wrote and applied every acknowledged put, even `.none` ones.
+                let reopened = try ImageStore(path: directory, configuration: configuration)
+                defer { reopened.close() }
+                #expect(reopened.recoveryReport.recordsReplayed == 0, "round \(round)")
+                let stored = Set(try reopened.entries().map(\.url))
+                let missing = acknowledged.withLock { $0 }.filter { !stored.contains("https://x.test/\($0)") }
+                #expect(missing == [], "round \(round): acknowledged puts lost")
+            }
+        }
+    }
+
+
+    // MARK: - A stopped applier
+
+    @Test func aStoppedApplierWakesEveryWriterParkedInBackPressure() throws {
+        try withTemporaryDirectory { directory throws in
+            // Nothing releases memory (no applier), so the second writer onwards park.
+            let log = try Self.makeLog(directory, maxUnappliedBytes: 1)
+            try log.append(.delete(cacheKey: "first"), durability: .sync) { _ in }
+            let outcomes = LockedValue<[String]>([])
+            let writers = startThreads(4) { n in
+                do {
+                    try log.append(.delete(cacheKey: "k\(n)"), durability: .sync) { _ in }
+                    outcomes.withLock { $0.append("acknowledged") }
+                } catch {
+                    outcomes.withLock { $0.append("\(error)") }
+                }
+            }
+            let failure = ImageStoreError.storeFull(path: directory, limit: 1)
+            log.stop(with: failure)
+            #expect(writers.wait(timeout: .now() + 60) == .success, "parked writers never woke")
+            #expect(outcomes.withLock { $0 } == Array(repeating: failure.description, count: 4))
+            _ = log.close()
+        }
+    }
+
+}
