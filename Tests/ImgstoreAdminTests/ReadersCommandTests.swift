@@ -4,7 +4,7 @@ import Testing
 
 /// `imgstore-admin readers`: LMDB's reader table, stale slots marked, `--clear` frees them.
 @Suite struct ReadersCommandTests {
-    private let admin = ChildProcess.product("imgstore-admin")
+    private let admin = AdminBinary.path
     private let child = ChildProcess.product("imgstore-test-child")
 
     /// The table's rows (header dropped), each split into its fields.

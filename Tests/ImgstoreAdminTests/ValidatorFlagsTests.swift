@@ -4,7 +4,7 @@ import Testing
 
 /// `validate` on all cores in argument order, and `--strict` (the trailing-data policy) on validate, put and import.
 @Suite struct ValidatorFlagsTests {
-    private let admin = ChildProcess.product("imgstore-admin")
+    private let admin = AdminBinary.path
 
     /// A JPEG followed by an MP4 header, as Android motion photos are laid out.
     static func writeMotionPhoto(to path: String) throws -> Int {
