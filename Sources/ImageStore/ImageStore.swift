@@ -64,17 +64,15 @@ public final class ImageStore: Sendable {
         let memory = MemoryTier(configuration)
         self.memory = memory
         do {
-            tier = try DurableTier.open(path: path, configuration: configuration)
-            if configuration.readOnly {
-                maintenance = nil
-                writes = nil
-            } else {
+            let writerLock: WriterLock?
+            (tier, writerLock) = try DurableTier.open(path: path, configuration: configuration)
+            if let writerLock {
                 let maintenance = StoreMaintenance(
                     tier: tier, policy: policy, counters: counters, clock: { Self.milliseconds(clock()) },
                     onRemoved: { memory?.invalidate($0) })
                 self.maintenance = maintenance
                 writes = try WritePath(
-                    tier: tier, configuration: configuration,
+                    tier: tier, writerLock: writerLock, configuration: configuration,
                     changed: { batch in
                         guard let memory else { return }
                         if batch.contains(where: { if case .deleteAll = $0.entry { true } else { false } }) {
@@ -85,6 +83,9 @@ public final class ImageStore: Sendable {
                     },
                     afterApply: { try? maintenance.enforceBudget() })
                 if let interval = configuration.sweepInterval { maintenance.startSweeping(every: interval) }
+            } else {
+                maintenance = nil
+                writes = nil
             }
         } catch {
             _ = Self.openStores.withLock { $0.remove(identity) }

@@ -122,11 +122,10 @@ extension ImageStoreError {
         guard let error = error as? LMDBError else {
             return .storage(path: path, detail: "\(operation): \(error)")
         }
+        if error.meansDamage { return .corruptStore(path: path, detail: "\(operation) failed: \(error)") }
         switch error {
         case .mapFull: return .storeFull(path: path, limit: maxMapSize)
         case .noSpace: return .diskFull(path: path)
-        case .corrupted, .invalid, .panic, .versionMismatch:
-            return .corruptStore(path: path, detail: "\(operation) failed: \(error)")
         default: return .storage(path: path, detail: "\(operation) failed: \(error)")
         }
     }

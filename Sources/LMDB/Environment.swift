@@ -71,16 +71,21 @@ package final class Environment: Sendable {
                     path: path, options: options, identity: identity)
     }
 
-    /// Creates and opens an `MDB_env*`, clearing stale reader slots.
+    /// Creates and opens an `MDB_env*`, checks that the data file holds every page LMDB will
+    /// read, and clears stale reader slots.
     private static func makeHandle(path: String, options: EnvironmentOptions, mapSize: Int) throws(LMDBError) -> OpaquePointer {
         var env: OpaquePointer?
         try check(mdb_env_create(&env))
         guard let env else { throw LMDBError(code: ENOMEM) }
+        // A writer with MDB_WRITEMAP extends the file to the map size while opening, which would
+        // hide a cut: measure it first. (Its writer lock keeps other writers from growing it.)
+        let lengthBeforeOpen = options.writeMap && !options.readOnly ? dataFileLength(path) : nil
         do {
             try check(mdb_env_set_maxreaders(env, options.maxReaders))
             try check(mdb_env_set_maxdbs(env, options.maxDatabases))
             try check(mdb_env_set_mapsize(env, mapSize))
             try check(mdb_env_open(env, path, options.flags, mdb_mode_t(options.fileMode)))
+            try checkDataFileLength(env, path: path, length: lengthBeforeOpen ?? dataFileLength(path))
             var dead: Int32 = 0
             try check(mdb_reader_check(env, &dead))
         } catch {
@@ -88,6 +93,27 @@ package final class Environment: Sendable {
             throw error
         }
         return env
+    }
+
+    /// Throws `MDB_CORRUPTED` when `data.mdb` is shorter than the pages its newest meta page says
+    /// are in use. LMDB maps the file and trusts the meta page, so without this check the first
+    /// read of a page past the end of a truncated file is a SIGBUS instead of an error.
+    private static func checkDataFileLength(_ env: OpaquePointer, path: String, length: Int?) throws(LMDBError) {
+        var info = MDB_envinfo()
+        var stat = MDB_stat()
+        try check(mdb_env_info(env, &info))
+        try check(mdb_env_stat(env, &stat))
+        let needed = (Int(info.me_last_pgno) + 1) * Int(stat.ms_psize)
+        guard let length else { throw LMDBError(code: errno == 0 ? ENOENT : errno) }
+        if length < needed {
+            throw LMDBError(code: MDB_CORRUPTED, detail: "data.mdb is \(length) bytes, shorter than the \(needed) bytes of the \(info.me_last_pgno + 1) pages in use (the file was cut short)")
+        }
+    }
+
+    /// The length of `path`/data.mdb in bytes, or nil when it cannot be stat'ed.
+    private static func dataFileLength(_ path: String) -> Int? {
+        var status = stat()
+        return stat(path + "/data.mdb", &status) == 0 ? Int(status.st_size) : nil
     }
 
     /// Swaps in a new data file (a compacted copy) while no transaction of this process is

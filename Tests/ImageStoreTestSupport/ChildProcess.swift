@@ -100,6 +100,23 @@ public enum ChildProcess {
             }
         }
 
+        /// The exit status (128 + the signal when killed by one) once the child has exited, else nil.
+        public var exitStatus: Int32? {
+            _ = isRunning
+            return exit.withLock { raw in raw.map { raw in raw & 0x7F == 0 ? (raw >> 8) & 0xFF : 128 + raw & 0x7F } }
+        }
+
+        /// Waits until the child exits, for at most `timeout` seconds; returns its exit status, or
+        /// nil when it is still running (a hang: the caller kills it).
+        public func waitForExit(timeout: TimeInterval) -> Int32? {
+            let deadline = Date(timeIntervalSinceNow: timeout)
+            while Date() < deadline {
+                if let status = exitStatus { return status }
+                usleep(5000)
+            }
+            return exitStatus
+        }
+
         /// Waits until the output contains `line` (or the child exits). Returns whether it did.
         public func wait(for line: String, timeout: TimeInterval = 60) -> Bool {
             let deadline = Date(timeIntervalSinceNow: timeout)
@@ -117,7 +134,9 @@ public enum ChildProcess {
             exit.withLock { status in
                 guard status == nil else { return }
                 Glibc.kill(processIdentifier, SIGKILL)
-                status = waitForExit(processIdentifier)
+                var raw: Int32 = 0
+                while waitpid(processIdentifier, &raw, 0) < 0 && errno == EINTR {}
+                status = raw  // raw, as `isRunning` stores it
             }
             finished.wait()
             finished.signal()  // later calls return at once

@@ -8,6 +8,12 @@ import LMDB
 //
 //   imgstore-test-child hold-reader DIR             begin an LMDB read transaction on DIR
 //   imgstore-test-child hold-writer DIR             open DIR as the store's writer
+//   imgstore-test-child stall-in-write DIR          open DIR as the store's writer and stay inside
+//        an LMDB write transaction (the test stops it there with SIGSTOP)
+//   imgstore-test-child try-writer DIR              open DIR as the writer; print the outcome and exit
+//   imgstore-test-child make DIR COUNT SEED         create a store of COUNT entries, checkpoint, exit
+//   imgstore-test-child read-each DIR COUNT SEED    read (read-only) each entry `make` wrote, print
+//        "N ok", "N missing", "N wrong" or "N error KIND" per entry, then "done"
 //   imgstore-test-child put DIR COUNT MODE [keep-log]
 //        put COUNT entries (MODE: sync, batched, none); with keep-log, nothing is applied to
 //        LMDB, so everything stays in the write-ahead log
@@ -47,6 +53,9 @@ func open(_ directory: String, keepLog: Bool = false) throws -> ImageStore {
     return try ImageStore(path: directory, configuration: configuration)
 }
 
+/// The URL of entry `n` of a store `make` created.
+func madeURL(_ n: Int) -> String { "https://damage.test/images/\(n).bin" }
+
 func hang() -> Never {
     while true { sleep(60) }
 }
@@ -64,6 +73,46 @@ do {
         let store = try open(arguments[1])
         say("ready")
         withExtendedLifetime(store) { hang() }
+    case ("make", 4):
+        let store = try open(arguments[1])
+        let seed = UInt64(arguments[3])!
+        for n in 0..<Int(arguments[2])! {
+            try store.put(blob(n, seed: seed), for: madeURL(n), ttl: 86_400, durability: .none)
+        }
+        try store.checkpoint()
+        store.close()
+    case ("read-each", 4):
+        var configuration = ImageStore.Configuration()
+        configuration.readOnly = true
+        let store = try ImageStore(path: arguments[1], configuration: configuration)
+        let seed = UInt64(arguments[3])!
+        for n in 0..<Int(arguments[2])! {
+            do {
+                switch try store.get(madeURL(n), allowingStale: true) {
+                case nil: say("\(n) missing")
+                case let image?: say("\(n) \(image.data == blob(n, seed: seed) ? "ok" : "wrong")")
+                }
+            } catch {
+                say("\(n) error \(Mirror(reflecting: error).children.first?.label ?? "\(error)")")
+            }
+        }
+        say("done")
+    case ("stall-in-write", 2):
+        let store = try open(arguments[1])
+        // The registry hands back the store's own environment: this is the store's writer
+        // transaction as an import's batch would hold it.
+        try Environment.open(path: arguments[1]).write { _ in
+            say("ready")
+            withExtendedLifetime(store) { hang() }
+        }
+    case ("try-writer", 2):
+        do {
+            let store = try open(arguments[1])
+            store.close()
+            say("opened")
+        } catch let error as ImageStoreError {
+            if case .writerLocked = error { say("writerLocked: \(error)") } else { say("error: \(error)") }
+        }
     case ("put", 4), ("put", 5):
         let store = try open(arguments[1], keepLog: arguments.count == 5)
         for n in 0..<Int(arguments[2])! {

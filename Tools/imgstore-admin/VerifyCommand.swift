@@ -34,7 +34,7 @@ enum VerifyCommand: AdminCommand {
         configuration.validation = .none  // verify reads; nothing it writes needs validating
         let store: ImageStore
         do { store = try ImageStore(path: context.storePath, configuration: configuration) } catch {
-            throw CommandFailure(code: .verifyOperationalError, message: error.description)
+            throw failure(error)
         }
         let progress = SharedProgress(Progress(label: "verifying entries", total: (try? store.statistics().entryCount) ?? 0))
         var options = ImageStore.VerifyOptions(deep: arguments.has("--deep"), repair: repair)
@@ -42,7 +42,7 @@ enum VerifyCommand: AdminCommand {
         let report: VerifyReport
         do { report = try store.verify(options) } catch {
             progress.finish()
-            throw CommandFailure(code: .verifyOperationalError, message: error.description)
+            throw failure(error)
         }
         progress.finish()
         store.close()
@@ -68,6 +68,16 @@ enum VerifyCommand: AdminCommand {
         if report.problems.isEmpty { return }
         if report.unrepaired.isEmpty { throw CommandFailure(code: .verifyRepaired, message: "all problems repaired") }
         throw CommandFailure(code: .verifyProblemsLeft, message: "\(report.unrepaired.count) problem(s) left")
+    }
+}
+
+extension VerifyCommand {
+    /// A store too damaged to check (a truncated file, a broken tree) is a problem found and
+    /// left (4), as fsck reports a file system it cannot check; anything else means the check
+    /// could not run (8).
+    static func failure(_ error: ImageStoreError) -> CommandFailure {
+        if case .corruptStore = error { return CommandFailure(code: .verifyProblemsLeft, message: error.description) }
+        return CommandFailure(code: .verifyOperationalError, message: error.description)
     }
 }
 

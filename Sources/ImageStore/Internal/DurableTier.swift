@@ -33,15 +33,22 @@ final class DurableTier: Sendable {
 
     // MARK: - Opening
 
-    /// Opens the store directory at `path`, creating it (and the store) when missing.
-    /// - Throws: `notADirectory`, `notWritable`, `notAStore`, `newerFormat`, `corruptStore`.
-    static func open(path: String, configuration: ImageStore.Configuration) throws(ImageStoreError) -> DurableTier {
+    /// Opens the store directory at `path`, creating it (and the store) when missing. A
+    /// writable open takes the writer lock before LMDB's first write transaction and returns
+    /// it (the caller keeps it for as long as it writes): a second writer is told at once who
+    /// holds the store, instead of waiting in `mdb_txn_begin` behind a writer that may be stopped.
+    /// A read-only open takes no lock and never waits for the writer.
+    /// - Throws: `notADirectory`, `notWritable`, `notAStore`, `newerFormat`, `corruptStore`,
+    ///   `writerLocked`.
+    static func open(path: String, configuration: ImageStore.Configuration) throws(ImageStoreError) -> (tier: DurableTier, writerLock: WriterLock?) {
         let readOnly = configuration.readOnly
         let isNew = !FileManager.default.fileExists(atPath: path + "/data.mdb")
         if isNew, let found = StoreDirectory.describeForeignContents(path) {
             throw .notAStore(path: path, found: found)
         }
         if isNew && readOnly { throw .notAStore(path: path, found: "no store yet (read-only opens do not create one)") }
+        // Invariant: no LMDB write transaction (not even opening the databases) before this.
+        let writerLock = readOnly ? nil : try WriterLock(directory: path)
         var options = EnvironmentOptions()
         options.initialMapSize = configuration.initialMapSize
         options.maxMapSize = max(configuration.maxMapSize, configuration.initialMapSize)
@@ -68,8 +75,9 @@ final class DurableTier: Sendable {
             } else {
                 databases = try environment.write { txn in try openDatabases(txn, isNew: isNew, readOnly: readOnly, path: path) }
             }
-            return DurableTier(environment: environment, path: path, maxMapSize: options.maxMapSize,
-                               databases: databases, keyHasher: configuration.keyHasher)
+            let tier = DurableTier(environment: environment, path: path, maxMapSize: options.maxMapSize,
+                                   databases: databases, keyHasher: configuration.keyHasher)
+            return (tier, writerLock)
         } catch {
             throw .from(error, path: path, operation: "reading the store's metadata", maxMapSize: options.maxMapSize)
         }
