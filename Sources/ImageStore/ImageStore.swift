@@ -162,7 +162,8 @@ public final class ImageStore: Sendable {
     ///   - validators: the origin's `ETag`/`Last-Modified`, kept for revalidation.
     /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `emptyData`, `entryTooLarge`,
     ///   `invalidImage` (all before anything is written); `storeFull` (it would not fit),
-    ///   `diskFull`, `logFailed` (nothing acknowledged); `readOnly`; `closed`.
+    ///   `diskFull`, `logFailed`, `corruptStore` (the tree is damaged where the put would go;
+    ///   nothing acknowledged); `readOnly`; `closed`.
     @discardableResult
     public func put(_ data: Data, for url: String, ttl: TimeInterval? = nil, validators: CacheValidators = CacheValidators(),
                     durability: Durability? = nil) throws(ImageStoreError) -> EntryInfo {
@@ -180,6 +181,7 @@ public final class ImageStore: Sendable {
             checksum: data.withUnsafeBytes(Checksum.blob), createdAt: now,
             expiresAt: expiry.expiresAt, lastAccess: now, facts: facts, validators: validators)
         record.slidingSeconds = expiry.slidingSeconds
+        try tier.checkWritable(cacheKey: cacheKey, record: record)
         maintenance?.tracker.forget(cacheKey)
         try writes.append(.put(record, data), durability: durability ?? configuration.durability)
         counters.puts.add(1, ordering: .relaxed)
@@ -205,19 +207,22 @@ public final class ImageStore: Sendable {
             createdAt: Self.milliseconds(current.info.createdAt), expiresAt: expiry.expiresAt,
             lastAccess: now, facts: current.info.image, validators: validators ?? current.info.validators)
         record.slidingSeconds = expiry.slidingSeconds
+        try tier.checkWritable(cacheKey: cacheKey, record: record)
         maintenance?.tracker.forget(cacheKey)
         try writes.append(.put(record, current.data), durability: durability ?? configuration.durability)
         return Self.info(record)
     }
 
     /// Removes the entry for `url`; returns whether there was one.
-    /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `storage`, `closed`.
+    /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `corruptStore` (nothing
+    ///   acknowledged), `storage`, `closed`.
     @discardableResult
     public func remove(_ url: String, durability: Durability? = nil) throws(ImageStoreError) -> Bool {
         try checkOpen()
         let writes = try writePath()
         let cacheKey = try keys(for: url).cacheKey
         guard try record(cacheKey: cacheKey) != nil else { return false }
+        try tier.checkWritable(cacheKey: cacheKey, record: nil)
         try writes.append(.delete(cacheKey: cacheKey), durability: durability ?? configuration.durability)
         return true
     }

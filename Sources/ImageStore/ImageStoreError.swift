@@ -126,6 +126,8 @@ extension ImageStoreError {
         switch error {
         case .mapFull: return .storeFull(path: path, limit: maxMapSize)
         case .noSpace: return .diskFull(path: path)
+        case .mapResized:
+            return .storage(path: path, detail: "\(operation) failed: another process, opened with a larger maxMapSize, filled the store past this process's map; reopen the store (it then adopts the larger map) or raise Configuration.maxMapSize to match")
         default: return .storage(path: path, detail: "\(operation) failed: \(error)")
         }
     }

@@ -13,7 +13,8 @@ import LMDB
 //   imgstore-test-child try-writer DIR              open DIR as the writer; print the outcome and exit
 //   imgstore-test-child make DIR COUNT SEED         create a store of COUNT entries, checkpoint, exit
 //   imgstore-test-child read-each DIR COUNT SEED    read (read-only) each entry `make` wrote, print
-//        "N ok", "N missing", "N wrong" or "N error KIND" per entry, then "done"
+//        "N ok", "N missing", "N wrong" or "N error KIND" per entry, then "done"; exits 3 when
+//        the store cannot be opened at all
 //   imgstore-test-child put DIR COUNT MODE [keep-log]
 //        put COUNT entries (MODE: sync, batched, none); with keep-log, nothing is applied to
 //        LMDB, so everything stays in the write-ahead log
@@ -84,7 +85,11 @@ do {
     case ("read-each", 4):
         var configuration = ImageStore.Configuration()
         configuration.readOnly = true
-        let store = try ImageStore(path: arguments[1], configuration: configuration)
+        let store: ImageStore
+        do { store = try ImageStore(path: arguments[1], configuration: configuration) } catch {
+            say("unopenable: \(error)")
+            exit(3)
+        }
         let seed = UInt64(arguments[3])!
         for n in 0..<Int(arguments[2])! {
             do {
