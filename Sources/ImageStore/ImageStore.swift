@@ -292,23 +292,25 @@ public final class ImageStore: Sendable {
         try info(for: url) != nil
     }
 
-    /// Calls `body` with every entry's metadata (expired ones included), in key order, from
-    /// one consistent snapshot. The snapshot holds an LMDB reader slot while `body` runs.
-    public func forEachEntry(_ body: (EntryInfo) throws -> Void) throws {
+    /// Calls `body` with every entry's metadata (expired ones included), in key order, reading
+    /// `pageSize` entries per short LMDB read transaction.
+    ///
+    /// `body` runs outside any transaction, so it may call any method of the store (nested
+    /// reads never wait) and may take as long as it likes without pinning old pages. Each page
+    /// is one snapshot, the walk is not: an entry put or removed meanwhile may or may not be
+    /// visited; none is visited twice. Writes acknowledged before the call are all seen.
+    /// - Throws: `corruptStore` for a damaged tree (the walk stops: a listing is never cut
+    ///   short silently), storage errors, `closed`; and what `body` throws.
+    public func forEachEntry(pageSize: Int = 256, _ body: (EntryInfo) throws(ImageStoreError) -> Void) throws(ImageStoreError) {
         try checkOpen()
         try writes?.settle()
-        try tier.forEachRecord { record in
-            try body(Self.info(record))
-            return true
-        }
+        try tier.forEachRecord(pageSize: max(1, pageSize)) { (record) throws(ImageStoreError) in try body(Self.info(record)) }
     }
 
-    /// Every entry's metadata, from one snapshot.
+    /// Every entry's metadata, read as `forEachEntry` reads it.
     public func entries() throws(ImageStoreError) -> [EntryInfo] {
         var all: [EntryInfo] = []
-        do { try forEachEntry { all.append($0) } } catch let error as ImageStoreError { throw error } catch {
-            preconditionFailure("unreachable: the body does not throw")
-        }
+        try forEachEntry { all.append($0) }
         return all
     }
 

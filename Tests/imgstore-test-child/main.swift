@@ -15,6 +15,9 @@ import LMDB
 //   imgstore-test-child read-each DIR COUNT SEED    read (read-only) each entry `make` wrote, print
 //        "N ok", "N missing", "N wrong" or "N error KIND" per entry, then "done"; exits 3 when
 //        the store cannot be opened at all
+//   imgstore-test-child nested-reads DIR ROUNDS     while a thread puts 128 KB images (the store
+//        grows), call every public read inside forEachEntry's body (for 27 anchors), ROUNDS times; print
+//        "round N" after each and "done" at the end
 //   imgstore-test-child put DIR COUNT MODE [keep-log]
 //        put COUNT entries (MODE: sync, batched, none); with keep-log, nothing is applied to
 //        LMDB, so everything stays in the write-ahead log
@@ -102,6 +105,33 @@ do {
             }
         }
         say("done")
+    case ("nested-reads", 3):
+        let store = try open(arguments[1])
+        for n in 0..<30 { try store.put(blob(n, seed: 2), for: "https://x.test/anchor/\(n)", durability: .none) }
+        Thread.detachNewThread {
+            for n in 0..<300 {  // about 38 MB: the map of the store's first days grew several times
+                _ = try? store.put(Data(repeating: UInt8(truncatingIfNeeded: n), count: 128 << 10), for: "https://x.test/grow/\(n)", durability: .none)
+            }
+        }
+        for round in 0..<Int(arguments[2])! {
+            try store.forEachEntry { (info) throws(ImageStoreError) in
+                guard info.url.contains("/anchor/"), !info.url.hasSuffix("0") else { return }
+                _ = try store.get(info.url, allowingStale: true)
+                _ = try store.info(for: info.url)
+                _ = try store.contains(info.url)
+                _ = try store.statistics()
+                _ = try store.entries()
+                _ = try store.quarantinedEntries()
+                _ = try store.sweepExpired(dryRun: true)
+                try store.forEachEntry { _ in }
+                _ = store.recoveryReport
+                _ = store.logStatus
+            }
+            _ = try store.verify()
+            say("round \(round)")
+        }
+        say("done")
+        exit(0)
     case ("stall-in-write", 2):
         let store = try open(arguments[1])
         // The registry hands back the store's own environment: this is the store's writer

@@ -141,15 +141,35 @@ final class DurableTier: Sendable {
         try reading("reading an entry") { txn in try locate(cacheKey, in: txn)?.record }
     }
 
-    /// Calls `body` with every entry's record in key order, in one snapshot, until it returns false.
-    func forEachRecord(_ body: (EntryRecord) throws -> Bool) throws(ImageStoreError) {
-        try reading("listing entries") { txn in
-            try txn.scan(entries) { key, value in
-                guard let record = EntryRecord(decoding: value) else {
-                    throw ImageStoreError.corruptStore(path: path, detail: "an entry record is malformed (key \(Self.hex(key)))")
+    /// Calls `body` with every entry's record in key order, `pageSize` records per read
+    /// transaction. Each page is decoded and the transaction ended before `body` sees it, so
+    /// `body` runs outside any transaction: it may read the store, take as long as it likes and
+    /// never pins old pages (LMDB cannot reuse pages freed while a reader is open).
+    ///
+    /// Each page is one snapshot; the walk as a whole is not. An entry put or removed during the
+    /// walk may or may not be visited; none is visited twice, and keys only go up.
+    /// - Throws: `corruptStore` for a malformed record or a damaged tree; what `body` throws.
+    func forEachRecord(pageSize: Int = 256, _ body: (EntryRecord) throws(ImageStoreError) -> Void) throws(ImageStoreError) {
+        precondition(pageSize > 0, "pageSize must be positive")
+        var after: [UInt8]?
+        while true {
+            let page: [(key: [UInt8], record: EntryRecord)] = try reading("listing entries") { txn in
+                var page: [(key: [UInt8], record: EntryRecord)] = []
+                try (after ?? []).withUnsafeBytes { start in
+                    try txn.scan(entries, from: after == nil ? nil : start) { key, value in
+                        if let after, key.elementsEqual(after) { return true }  // resume past it
+                        guard let record = EntryRecord(decoding: value) else {
+                            throw ImageStoreError.corruptStore(path: path, detail: "an entry record is malformed (key \(Self.hex(key)))")
+                        }
+                        page.append((Array(key), record))
+                        return page.count < pageSize
+                    }
                 }
-                return try body(record)
+                return page
             }
+            for (_, record) in page { try body(record) }
+            guard page.count == pageSize, let last = page.last else { return }
+            after = last.key
         }
     }
 
