@@ -10,10 +10,12 @@ extension ImageStore {
         /// Longest URL accepted, in UTF-8 bytes. Default 1 MiB. URLs of any length up to it
         /// work: keys are hashed, the full URL is kept in the entry.
         public var maxURLBytes: Int = 1 << 20
-        /// The LMDB map size a new store starts with. Default 64 MiB; it grows as needed.
+        /// No longer used: the map is sized once, at `maxMapSize`, so that it never has to be
+        /// resized while readers run. Kept so existing configurations compile.
         public var initialMapSize: Int = 64 << 20
-        /// The map never grows past this; a put that needs more fails with `storeFull`.
-        /// Default 1 TiB (address space, not disk).
+        /// The LMDB map size, set once when the store opens (address space, not disk: without
+        /// `writeMap` the file grows only with the data). A put that needs more fails with
+        /// `storeFull`. Default 1 TiB.
         public var maxMapSize: Int = 1 << 40
         /// LMDB reader slots (concurrent read transactions across all processes). Default 510.
         public var maxReaders: Int = 510

@@ -66,17 +66,15 @@ public final class ImageStore: Sendable {
         let memory = MemoryTier(configuration)
         self.memory = memory
         do {
-            tier = try DurableTier.open(path: path, configuration: configuration)
-            if configuration.readOnly {
-                maintenance = nil
-                writes = nil
-            } else {
+            let writerLock: WriterLock?
+            (tier, writerLock) = try DurableTier.open(path: path, configuration: configuration)
+            if let writerLock {
                 let maintenance = StoreMaintenance(
                     tier: tier, policy: policy, counters: counters, clock: { Self.milliseconds(clock()) },
                     onRemoved: { memory?.invalidate($0) })
                 self.maintenance = maintenance
                 writes = try WritePath(
-                    tier: tier, configuration: configuration,
+                    tier: tier, writerLock: writerLock, configuration: configuration,
                     changed: { batch in
                         guard let memory else { return }
                         if batch.contains(where: { if case .deleteAll = $0.entry { true } else { false } }) {
@@ -87,6 +85,9 @@ public final class ImageStore: Sendable {
                     },
                     afterApply: { try? maintenance.enforceBudget() })
                 if let interval = configuration.sweepInterval { maintenance.startSweeping(every: interval) }
+            } else {
+                maintenance = nil
+                writes = nil
             }
         } catch {
             _ = Self.openStores.withLock { $0.remove(identity) }
@@ -174,9 +175,10 @@ public final class ImageStore: Sendable {
     ///   - validators: the origin's `ETag`/`Last-Modified`, kept for revalidation.
     /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `emptyData`, `entryTooLarge`,
     ///   `invalidImage`, `invalidArgument` (a `ttl` or batch interval out of range; all before
-    ///   anything is written); `storeFull` (it would not fit; nothing written); `diskFull`,
-    ///   `logFailed` (not acknowledged, outcome unknown: the record may have reached the log,
-    ///   and then the entry is present after reopening); `readOnly`; `closed` (nothing written).
+    ///   anything is written); `storeFull` (it would not fit; nothing written); `corruptStore`
+    ///   (the tree is damaged where the put would go; nothing written); `diskFull`, `logFailed`
+    ///   (not acknowledged, outcome unknown: the record may have reached the log, and then the
+    ///   entry is present after reopening); `readOnly`; `closed` (nothing written).
     @discardableResult
     public func put(_ data: Data, for url: String, ttl: TimeInterval? = nil, validators: CacheValidators = CacheValidators(),
                     durability: Durability? = nil) throws(ImageStoreError) -> EntryInfo {
@@ -194,6 +196,7 @@ public final class ImageStore: Sendable {
             checksum: data.withUnsafeBytes(Checksum.blob), createdAt: now,
             expiresAt: expiry.expiresAt, lastAccess: now, facts: facts, validators: validators)
         record.slidingSeconds = expiry.slidingSeconds
+        try tier.checkWritable(cacheKey: cacheKey, record: record)
         maintenance?.tracker.forget(cacheKey)
         try writes.append(.put(record, data), durability: try resolved(durability))
         counters.puts.add(1, ordering: .relaxed)
@@ -219,19 +222,22 @@ public final class ImageStore: Sendable {
             createdAt: Self.milliseconds(current.info.createdAt), expiresAt: expiry.expiresAt,
             lastAccess: now, facts: current.info.image, validators: validators ?? current.info.validators)
         record.slidingSeconds = expiry.slidingSeconds
+        try tier.checkWritable(cacheKey: cacheKey, record: record)
         maintenance?.tracker.forget(cacheKey)
         try writes.append(.put(record, current.data), durability: try resolved(durability))
         return Self.info(record)
     }
 
     /// Removes the entry for `url`; returns whether there was one.
-    /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `storage`, `closed`.
+    /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `corruptStore` (nothing
+    ///   acknowledged), `storage`, `closed`.
     @discardableResult
     public func remove(_ url: String, durability: Durability? = nil) throws(ImageStoreError) -> Bool {
         try checkOpen()
         let writes = try writePath()
         let cacheKey = try keys(for: url).cacheKey
         guard try record(cacheKey: cacheKey) != nil else { return false }
+        try tier.checkWritable(cacheKey: cacheKey, record: nil)
         try writes.append(.delete(cacheKey: cacheKey), durability: try resolved(durability))
         return true
     }
@@ -301,23 +307,25 @@ public final class ImageStore: Sendable {
         try info(for: url) != nil
     }
 
-    /// Calls `body` with every entry's metadata (expired ones included), in key order, from
-    /// one consistent snapshot. The snapshot holds an LMDB reader slot while `body` runs.
-    public func forEachEntry(_ body: (EntryInfo) throws -> Void) throws {
+    /// Calls `body` with every entry's metadata (expired ones included), in key order, reading
+    /// `pageSize` entries per short LMDB read transaction.
+    ///
+    /// `body` runs outside any transaction, so it may call any method of the store (nested
+    /// reads never wait) and may take as long as it likes without pinning old pages. Each page
+    /// is one snapshot, the walk is not: an entry put or removed meanwhile may or may not be
+    /// visited; none is visited twice. Writes acknowledged before the call are all seen.
+    /// - Throws: `corruptStore` for a damaged tree (the walk stops: a listing is never cut
+    ///   short silently), storage errors, `closed`; and what `body` throws.
+    public func forEachEntry(pageSize: Int = 256, _ body: (EntryInfo) throws(ImageStoreError) -> Void) throws(ImageStoreError) {
         try checkOpen()
         try writes?.settle()
-        try tier.forEachRecord { record in
-            try body(Self.info(record))
-            return true
-        }
+        try tier.forEachRecord(pageSize: max(1, pageSize)) { (record) throws(ImageStoreError) in try body(Self.info(record)) }
     }
 
-    /// Every entry's metadata, from one snapshot.
+    /// Every entry's metadata, read as `forEachEntry` reads it.
     public func entries() throws(ImageStoreError) -> [EntryInfo] {
         var all: [EntryInfo] = []
-        do { try forEachEntry { all.append($0) } } catch let error as ImageStoreError { throw error } catch {
-            preconditionFailure("unreachable: the body does not throw")
-        }
+        try forEachEntry { all.append($0) }
         return all
     }
 

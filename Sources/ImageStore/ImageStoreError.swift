@@ -133,11 +133,12 @@ extension ImageStoreError {
         guard let error = error as? LMDBError else {
             return .storage(path: path, detail: "\(operation): \(error)")
         }
+        if error.meansDamage { return .corruptStore(path: path, detail: "\(operation) failed: \(error)") }
         switch error {
         case .mapFull: return .storeFull(path: path, limit: maxMapSize)
         case .noSpace: return .diskFull(path: path)
-        case .corrupted, .invalid, .panic, .versionMismatch:
-            return .corruptStore(path: path, detail: "\(operation) failed: \(error)")
+        case .mapResized:
+            return .storage(path: path, detail: "\(operation) failed: another process, opened with a larger maxMapSize, filled the store past this process's map; reopen the store (it then adopts the larger map) or raise Configuration.maxMapSize to match")
         default: return .storage(path: path, detail: "\(operation) failed: \(error)")
         }
     }

@@ -1,4 +1,5 @@
 import CLMDB
+import Foundation
 import Locking
 import Synchronization
 #if canImport(Glibc)
@@ -22,9 +23,15 @@ package final class Environment: Sendable {
     /// use of the handle from many threads with `MDB_NOTLS`.
     /// Invariant: read only while holding `gate` (shared or exclusive), and replaced only while
     /// holding it exclusively (`replaceDataFile`), so no call can see a closed handle.
-    nonisolated(unsafe) private var storedHandle: OpaquePointer?
+    nonisolated(unsafe) private var storedHandle: OpaquePointer? {
+        didSet { mapStart = storedHandle.flatMap(Self.mapStart(of:)) }
+    }
     /// `lock.mdb`, held open to probe LMDB's lock on it (`LockFile`); nil when read-only.
     private let lockFile: LockFile?
+    /// Where LMDB mapped `data.mdb` in this process (nil when it cannot be found): the map
+    /// never moves while the handle is open, because its size never changes (see `write`).
+    /// Guarded like `storedHandle`.
+    nonisolated(unsafe) private var mapStart: UInt?
     /// The directory this environment was opened at.
     package let path: String
     package let options: EnvironmentOptions
@@ -32,6 +39,8 @@ package final class Environment: Sendable {
     /// The map size this process last set; guarded so a resize and a stats read agree.
     private let currentMapSize: LockedValue<Int>
     private let identity: FileIdentity
+    /// LMDB's page size for this file (the OS page size when it was created).
+    private let pageSize: Int
 
     private init(handle: OpaquePointer, lockFile: LockFile?, path: String, options: EnvironmentOptions, identity: FileIdentity) {
         self.storedHandle = handle
@@ -42,6 +51,10 @@ package final class Environment: Sendable {
         var info = MDB_envinfo()
         mdb_env_info(handle, &info)
         self.currentMapSize = LockedValue(Int(info.me_mapsize))
+        var stat = MDB_stat()
+        mdb_env_stat(handle, &stat)
+        pageSize = Int(stat.ms_psize)
+        mapStart = Self.mapStart(of: handle)
     }
 
     deinit {
@@ -70,6 +83,7 @@ package final class Environment: Sendable {
     ///   `data.mdb` is not an LMDB file, `.versionMismatch`, `.corrupted`.
     package static func open(path: String, options: EnvironmentOptions = .init()) throws(LMDBError) -> Environment {
         guard let identity = FileIdentity(path: path) else { throw LMDBError(code: errno) }
+        Transaction.installFaultGuard()
         return try registry.withLock { (open: inout [FileIdentity: WeakEnvironment]) throws(LMDBError) -> Environment in
             if let existing = open[identity]?.environment { return existing }
             let environment = try makeEnvironment(path: path, options: options, identity: identity)
@@ -81,7 +95,7 @@ package final class Environment: Sendable {
     private static func makeEnvironment(
         path: String, options: EnvironmentOptions, identity: FileIdentity
     ) throws(LMDBError) -> Environment {
-        let handle = try makeHandle(path: path, options: options, mapSize: options.initialMapSize)
+        let handle = try makeHandle(path: path, options: options, mapSize: options.maxMapSize)
         var lockFile: LockFile?
         if !options.readOnly {
             do { lockFile = try LockFile(directory: path) } catch {
@@ -92,8 +106,8 @@ package final class Environment: Sendable {
         return Environment(handle: handle, lockFile: lockFile, path: path, options: options, identity: identity)
     }
 
-    /// Creates and opens an `MDB_env*` on the data file now at `path/data.mdb`, clearing stale
-    /// reader slots.
+    /// Creates and opens an `MDB_env*` on the data file now at `path/data.mdb`, checks that the
+    /// data file holds every page LMDB will read, and clears stale reader slots.
     ///
     /// An `MDB_RDONLY` open opens `data.mdb` *before* it waits for its lock on `lock.mdb`
     /// (mdb.c, `mdb_env_open`), so it can end up holding the file a compaction of another
@@ -129,7 +143,11 @@ package final class Environment: Sendable {
         var env: OpaquePointer?
         try check(mdb_env_create(&env))
         guard let env else { throw LMDBError(code: ENOMEM) }
+        // A writer with MDB_WRITEMAP extends the file to the map size while opening, which would
+        // hide a cut: measure it first. (Its writer lock keeps other writers from growing it.)
+        let lengthBeforeOpen = options.writeMap && !options.readOnly ? dataFileLength(path) : nil
         do throws(LMDBError) {
+            try Transaction.installAssertHandler(env)
             try check(mdb_env_set_maxreaders(env, options.maxReaders))
             try check(mdb_env_set_maxdbs(env, options.maxDatabases))
             try check(mdb_env_set_mapsize(env, mapSize))
@@ -139,6 +157,7 @@ package final class Environment: Sendable {
             var fd: mdb_filehandle_t = -1
             try check(mdb_env_get_fd(env, &fd))
             guard fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC) == 0 else { throw LMDBError(code: errno) }
+            try checkDataFileLength(env, path: path, length: lengthBeforeOpen ?? dataFileLength(path))
             var dead: Int32 = 0
             if options.clearsStaleReaders { try check(mdb_reader_check(env, &dead)) }
         } catch {
@@ -154,6 +173,27 @@ package final class Environment: Sendable {
     package func otherProcess() throws(LMDBError) -> pid_t? {
         guard let lockFile else { preconditionFailure("probing the lock of a read-only environment") }
         return try lockFile.otherHolder()
+    }
+
+    /// Throws `MDB_CORRUPTED` when `data.mdb` is shorter than the pages its newest meta page says
+    /// are in use. LMDB maps the file and trusts the meta page, so without this check the first
+    /// read of a page past the end of a truncated file is a SIGBUS instead of an error.
+    private static func checkDataFileLength(_ env: OpaquePointer, path: String, length: Int?) throws(LMDBError) {
+        var info = MDB_envinfo()
+        var stat = MDB_stat()
+        try check(mdb_env_info(env, &info))
+        try check(mdb_env_stat(env, &stat))
+        let needed = (Int(info.me_last_pgno) + 1) * Int(stat.ms_psize)
+        guard let length else { throw LMDBError(code: errno == 0 ? ENOENT : errno) }
+        if length < needed {
+            throw LMDBError(code: MDB_CORRUPTED, detail: "data.mdb is \(length) bytes, shorter than the \(needed) bytes of the \(info.me_last_pgno + 1) pages in use (the file was cut short)")
+        }
+    }
+
+    /// The length of `path`/data.mdb in bytes, or nil when it cannot be stat'ed.
+    private static func dataFileLength(_ path: String) -> Int? {
+        var status = stat()
+        return stat(path + "/data.mdb", &status) == 0 ? Int(status.st_size) : nil
     }
 
     /// Swaps in a new data file (a compacted copy) while no transaction of this process is
@@ -187,9 +227,7 @@ package final class Environment: Sendable {
                 failure = error
             }
             storedHandle = try Self.makeHandle(path: path, options: options, mapSize: mapSize)
-            var raw: OpaquePointer?
-            try check(mdb_txn_begin(try handle, nil, 0, &raw))
-            let transaction = Transaction(handle: raw!)
+            let transaction = try beginTransaction(flags: 0)
             let result = try reopenDatabases(transaction)
             try transaction.commit()
             if let failure { throw failure }
@@ -205,82 +243,106 @@ package final class Environment: Sendable {
     /// Never waits for a writer. Bytes handed out by the transaction are valid only inside
     /// `body`: copy them out before returning. Must not be nested inside another transaction
     /// on the same thread.
+    /// - Throws: what `body` throws; `LMDBError.mapResized` when another process, opened with
+    ///   a larger `maxMapSize`, has filled the file past this process's map (reopen to adopt it).
     package func read<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
-        while true {
-            do {
-                return try gate.shared { () throws -> R in
-                    let transaction = Transaction(handle: try beginTransaction(flags: UInt32(MDB_RDONLY)))
-                    let result = try body(transaction)
-                    // Committing (not aborting) a read-only transaction keeps the database
-                    // handles it opened usable afterwards (lmdb.h, mdb_dbi_open).
-                    try transaction.commit()
-                    return result
-                }
-            } catch LMDBError.mapResized {
-                try adoptMapSize()
-            }
+        try gate.shared { () throws -> R in
+            let transaction = try beginTransaction(flags: UInt32(MDB_RDONLY))
+            let result = try body(transaction)
+            // Committing (not aborting) a read-only transaction keeps the database
+            // handles it opened usable afterwards (lmdb.h, mdb_dbi_open).
+            try transaction.commit()
+            return result
         }
     }
 
-    /// Runs `body` in a write transaction, committing on return and aborting on throw.
+    /// Runs `body` in a write transaction, committing on return and aborting on throw. The
+    /// whole call runs on the calling thread.
     ///
-    /// When the map is full, the transaction is aborted, the map grows geometrically (up to
-    /// `options.maxMapSize`) while no transaction of this process is open, and `body` runs
-    /// again: it must have no effect outside the transaction. The whole call runs on the
-    /// calling thread.
-    /// - Throws: what `body` throws; `LMDBError.mapFull` once the map cannot grow further
+    /// The map is sized once, at `options.maxMapSize`, when the environment opens, and never
+    /// resized: `mdb_env_set_mapsize` needs every transaction of the process ended, so growing
+    /// it while readers run would make readers wait for writers (or deadlock a read nested in
+    /// another). Address space is cheap on 64-bit Linux, and without `MDB_WRITEMAP` the file
+    /// grows only as pages are written. With `MDB_WRITEMAP` (LMDB then extends the file to the
+    /// map, sparse), `reserving` bytes past the pages in use are allocated with
+    /// `posix_fallocate` first, so LMDB never writes into a hole: a full disk is `ENOSPC`
+    /// here instead of a SIGBUS in the middle of a commit.
+    /// - Throws: what `body` throws; `LMDBError.mapFull` when the data reaches `maxMapSize`
     ///   (the environment stays usable); `ENOSPC` and other I/O errors from the commit.
-    package func write<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
+    package func write<R>(reserving bytes: Int = 0, _ body: (borrowing Transaction) throws -> R) throws -> R {
         precondition(!options.readOnly, "write transaction on a read-only environment")
-        while true {
-            do {
-                return try gate.shared { () throws -> R in
-                    let transaction = Transaction(handle: try beginTransaction(flags: 0))
-                    let result = try body(transaction)
-                    try transaction.commit()
-                    return result
-                }
-            } catch LMDBError.mapFull {
-                try grow()
-            } catch LMDBError.mapResized {
-                try adoptMapSize()
-            }
+        return try gate.shared { () throws -> R in
+            if options.writeMap { try allocateAhead(bytes) }
+            let transaction = try beginTransaction(flags: 0)
+            let result = try body(transaction)
+            try transaction.commit()
+            return result
         }
     }
 
-    /// Begins a transaction, adopting a larger map set by another process when LMDB says so.
-    private func beginTransaction(flags: UInt32) throws(LMDBError) -> OpaquePointer {
+    /// Under `MDB_WRITEMAP`, makes sure the file's blocks are allocated for `bytes` (plus slack
+    /// for B-tree pages) past the pages in use. Only the writer calls it, on its one thread.
+    private func allocateAhead(_ bytes: Int) throws(LMDBError) {
+        var info = MDB_envinfo()
+        mdb_env_info(try handle, &info)
+        let needed = (Int(info.me_last_pgno) + 1) * pageSize + 2 * bytes + Self.allocationSlack
+        guard needed > allocated.withLock({ $0 }) else { return }
+        var fd: Int32 = -1
+        try check(mdb_env_get_fd(handle, &fd))
+        let target = needed + Self.allocationSlack  // allocate in steps, not per transaction
+        let rc = posix_fallocate(fd, 0, off_t(min(target, options.maxMapSize)))
+        if rc != 0 { throw LMDBError(code: rc) }
+        allocated.withLock { $0 = target }
+    }
+
+    private static let allocationSlack = 64 << 20
+    /// Bytes of the data file known to be allocated (`MDB_WRITEMAP` only).
+    private let allocated = LockedValue(0)
+
+    /// Begins a transaction and notes where the pages it may read lie in memory.
+    /// - Throws: `LMDBError.mapResized` (see `read`), `readersFull`, I/O errors.
+    private func beginTransaction(flags: UInt32) throws(LMDBError) -> Transaction {
         var txn: OpaquePointer?
         try check(mdb_txn_begin(handle, nil, flags, &txn))
-        return txn!
+        // After the begin, so the transaction's pages all lie below me_last_pgno. mdb_env_info
+        // only copies fields of an open environment: it cannot fail here.
+        var info = MDB_envinfo()
+        mdb_env_info(try handle, &info)
+        let readOnly = flags & UInt32(MDB_RDONLY) != 0
+        guard let start = mapStart else {
+            return Transaction(handle: txn!, bounds: MapBounds(start: 0, used: .max, mapped: .max, readOnly: false, writeMap: true))
+        }
+        return Transaction(handle: txn!, bounds: MapBounds(
+            start: start, used: start + UInt(Int(info.me_last_pgno) + 1) * UInt(pageSize),
+            mapped: start + UInt(info.me_mapsize), readOnly: readOnly, writeMap: options.writeMap))
+    }
+
+    /// The address at which `env` mapped its data file, found in `/proc/self/maps` by the
+    /// file's inode (LMDB does not say: `me_mapaddr` is only set for `MDB_FIXEDMAP`).
+    private static func mapStart(of env: OpaquePointer) -> UInt? {
+        var fd: Int32 = -1
+        var status = stat()
+        guard mdb_env_get_fd(env, &fd) == 0, fstat(fd, &status) == 0,
+              let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else { return nil }
+        var info = MDB_envinfo()
+        mdb_env_info(env, &info)
+        // "start-end perms offset dev inode path": the data file's mapping with the map's length.
+        for line in maps.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 6, UInt64(fields[4]) == UInt64(status.st_ino) else { continue }
+            let range = fields[0].split(separator: "-")
+            guard range.count == 2, let low = UInt(range[0], radix: 16), let high = UInt(range[1], radix: 16),
+                  high - low == UInt(info.me_mapsize) else { continue }
+            return low
+        }
+        return nil
     }
 
     // MARK: - Map size
 
-    /// The current map size of this process, in bytes.
+    /// The map size of this process, in bytes: `options.maxMapSize`, or larger when the file
+    /// was last written by a process with a larger one (LMDB keeps the larger).
     package var mapSize: Int { currentMapSize.withLock { $0 } }
-
-    /// Doubles the map (capped at `maxMapSize`) while no transaction of this process is open.
-    /// - Throws: `LMDBError.mapFull` when the map is already at its maximum.
-    package func grow() throws(LMDBError) {
-        try gate.exclusive { () throws(LMDBError) in
-            let size = currentMapSize.withLock { $0 }
-            guard size < options.maxMapSize else { throw LMDBError.mapFull }
-            let target = min(options.maxMapSize, max(size * 2, size + (1 << 20)))
-            try check(mdb_env_set_mapsize(handle, target))
-            currentMapSize.withLock { $0 = target }
-        }
-    }
-
-    /// Adopts the map size another process set (after `MDB_MAP_RESIZED`).
-    package func adoptMapSize() throws(LMDBError) {
-        try gate.exclusive { () throws(LMDBError) in
-            try check(mdb_env_set_mapsize(handle, 0))
-            var info = MDB_envinfo()
-            try check(mdb_env_info(handle, &info))
-            currentMapSize.withLock { $0 = Int(info.me_mapsize) }
-        }
-    }
 
     // MARK: - Databases and maintenance
 

@@ -11,14 +11,32 @@ import CLMDB
 package struct LMDBError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The raw return code of the failing call.
     package let code: Int32
+    /// What the wrapper found, when it raised the error itself (a file cut short, a cursor
+    /// going backwards); nil for codes LMDB returned. Not part of equality: errors match by code.
+    package let detail: String?
 
-    package init(code: Int32) {
+    package init(code: Int32, detail: String? = nil) {
         precondition(code != MDB_SUCCESS, "MDB_SUCCESS is not an error")
         self.code = code
+        self.detail = detail
     }
 
-    /// `mdb_strerror`'s text, which covers both LMDB codes and `errno` values.
-    package var description: String { String(cString: mdb_strerror(code)) + " (\(code))" }
+    /// `mdb_strerror`'s text, which covers both LMDB codes and `errno` values, after the
+    /// wrapper's own finding when there is one.
+    package var description: String {
+        (detail.map { $0 + ": " } ?? "") + String(cString: mdb_strerror(code)) + " (\(code))"
+    }
+
+    package static func == (lhs: LMDBError, rhs: LMDBError) -> Bool { lhs.code == rhs.code }
+    package func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    /// Whether the error means the data file is damaged: a page of the wrong type or past the
+    /// end, a value of impossible size, a file cut short or keys out of order (the wrapper's
+    /// `MDB_CORRUPTED`), or LMDB's fatal `MDB_PANIC`. Retrying cannot help; the data must be
+    /// repaired or restored.
+    package var meansDamage: Bool {
+        [Self.corrupted, .pageNotFound, .badValueSize, .panic, .invalid, .versionMismatch].contains(self)
+    }
 
     /// `MDB_KEYEXIST`: key/data pair already exists.
     package static let keyExists = LMDBError(code: MDB_KEYEXIST)
@@ -26,6 +44,8 @@ package struct LMDBError: Error, Hashable, Sendable, CustomStringConvertible {
     package static let notFound = LMDBError(code: MDB_NOTFOUND)
     /// `MDB_CORRUPTED`: located page was wrong type.
     package static let corrupted = LMDBError(code: MDB_CORRUPTED)
+    /// `MDB_PAGE_NOTFOUND`: requested page not found (a page number past the end: damage).
+    package static let pageNotFound = LMDBError(code: MDB_PAGE_NOTFOUND)
     /// `MDB_PANIC`: update of meta page failed or environment had fatal error.
     package static let panic = LMDBError(code: MDB_PANIC)
     /// `MDB_VERSION_MISMATCH`: environment version mismatch.

@@ -4,16 +4,16 @@ import Glibc
 import Darwin
 #endif
 
-/// The gate every transaction of this process passes through, which a map resize takes
-/// exclusively.
+/// The gate every transaction of this process passes through, which swapping the data file
+/// (compaction's `replaceDataFile`) takes exclusively.
 ///
-/// `mdb_env_set_mapsize` may only be called while this process has no transaction open
-/// (lmdb.h). Transactions hold the gate shared for their whole life; a resize waits for
-/// them to end and holds new ones back while it runs. The lock prefers writers so a steady
-/// stream of readers cannot starve a resize.
+/// The map itself is never resized (it is sized once at `maxMapSize`), so nothing but that swap
+/// takes the exclusive side: readers never wait for writers. Transactions hold the gate shared
+/// for their whole life; the swap waits for them to end and holds new ones back while it runs.
+/// The lock prefers the exclusive side so a steady stream of readers cannot starve the swap.
 ///
-/// Invariant: a thread never takes the shared side twice (no nested transactions), which
-/// is what makes a writer-preferring lock deadlock-free here.
+/// Invariant: a thread never takes the shared side twice (no nested transactions: `forEachEntry`
+/// calls its body outside any), which is what makes a writer-preferring lock deadlock-free here.
 final class ResizeGate: Sendable {
     // The rwlock must not move in memory, so it lives in its own allocation; it is only
     // touched through pthread calls, which are thread safe.

@@ -1,4 +1,9 @@
 import CLMDB
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
 
 /// An open LMDB transaction. Only `Environment.read` and `Environment.write` create one, and
 /// only for the duration of their closure: it cannot be copied, stored or carried across an
@@ -9,17 +14,33 @@ import CLMDB
 package struct Transaction: ~Copyable {
     /// `MDB_txn*`.
     let handle: OpaquePointer
+    /// Where the pages in use lie in memory, to check every buffer LMDB hands out.
+    let bounds: MapBounds
 
-    init(handle: OpaquePointer) { self.handle = handle }
+    init(handle: OpaquePointer, bounds: MapBounds) {
+        self.handle = handle
+        self.bounds = bounds
+    }
 
     deinit { mdb_txn_abort(handle) }
+
+    /// Installs the handler behind the shim's fault-guarded calls, once per process.
+    ///
+    /// Invariant: called from this file, which makes every guarded call. The shim's state lives
+    /// in static inline functions, of which each object file gets its own copy in a debug build,
+    /// so the handler must read the recovery point the guarded calls set: this file's copy.
+    static func installFaultGuard() { _ = faultGuard }
+    /// Routes `env`'s failed internal assertions to the guarded call's recovery point (same
+    /// invariant as `installFaultGuard`).
+    static func installAssertHandler(_ env: OpaquePointer) throws(LMDBError) { try check(imgstore_lmdb_install_assert(env)) }
+    private static let faultGuard: Void = imgstore_lmdb_install_fault_guard()
 
     /// Commits. LMDB frees the transaction whether or not the commit succeeds, so the handle
     /// is given up before the result is checked.
     consuming func commit() throws(LMDBError) {
         let handle = self.handle
         discard self
-        try check(mdb_txn_commit(handle))
+        try check(imgstore_mdb_txn_commit(handle))
     }
 
     /// The transaction's id: the snapshot a reader sees, or the one a writer will commit.
@@ -30,7 +51,7 @@ package struct Transaction: ~Copyable {
     /// - Throws: `LMDBError.notFound` when it does not exist and `create` is false.
     package func openDatabase(named name: String, create: Bool) throws(LMDBError) -> Database {
         var dbi = MDB_dbi()
-        try check(mdb_dbi_open(handle, name, create ? UInt32(MDB_CREATE) : 0, &dbi))
+        try check(imgstore_mdb_dbi_open(handle, name, create ? UInt32(MDB_CREATE) : 0, &dbi))
         return Database(dbi: dbi, name: name)
     }
 
@@ -40,10 +61,10 @@ package struct Transaction: ~Copyable {
     package func get(_ database: Database, key: UnsafeRawBufferPointer) throws(LMDBError) -> UnsafeRawBufferPointer? {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val()
-        let rc = mdb_get(handle, database.dbi, &k, &v)
+        let rc = imgstore_mdb_get(handle, database.dbi, &k, &v)
         if rc == MDB_NOTFOUND { return nil }
         try check(rc)
-        return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+        return try bounds.checked(v, in: database)
     }
 
     /// Entry and page counts of `database` as this transaction sees it.
@@ -57,30 +78,56 @@ package struct Transaction: ~Copyable {
 
     /// Visits entries in key order, starting at the first key ≥ `start` (or the first key),
     /// until `body` returns false. Buffers are valid only during the call to `body`.
+    ///
+    /// Returns whether it reached the end of the database (false when `body` stopped it).
+    /// - Throws: what `body` throws; `LMDBError.corrupted` when a key is not greater than the
+    ///   one before it (or than `start`): a damaged page made the cursor go back or repeat,
+    ///   and going on would list entries twice or for ever.
+    @discardableResult
     package func scan(
         _ database: Database, from start: UnsafeRawBufferPointer? = nil,
         _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
-    ) throws {
+    ) throws -> Bool {
         var cursor: OpaquePointer?
         try check(mdb_cursor_open(handle, database.dbi, &cursor))
         defer { mdb_cursor_close(cursor) }
         var k = MDB_val()
         var v = MDB_val()
         var op = MDB_FIRST
+        var previous: [UInt8] = []
         if let start {
             k = MDB_val(mv_size: start.count, mv_data: UnsafeMutableRawPointer(mutating: start.baseAddress))
             op = MDB_SET_RANGE
+            previous = Array(start)
         }
+        var first = true
         while true {
-            let rc = mdb_cursor_get(cursor, &k, &v, op)
-            if rc == MDB_NOTFOUND { return }
+            let rc = imgstore_mdb_cursor_get(cursor, &k, &v, op)
+            if rc == MDB_NOTFOUND { return true }
             try check(rc)
-            let proceed = try body(
-                UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
-                UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
-            if !proceed { return }
+            let key = try bounds.checked(k, in: database)
+            let value = try bounds.checked(v, in: database)
+            // LMDB's default order: bytewise, a prefix before the longer key. The first key
+            // may equal `start` (MDB_SET_RANGE finds it); every later one must be greater.
+            let order = Self.compare(key, previous)
+            let inOrder = first ? (start == nil || order >= 0) : order > 0
+            // The free list (FREE_DBI) orders its integer keys natively, not bytewise.
+            if !inOrder && database.dbi != 0 {
+                throw LMDBError(code: MDB_CORRUPTED, detail: "the \(database.name) database's keys go backwards or repeat (a damaged page)")
+            }
+            previous.removeAll(keepingCapacity: true)
+            previous.append(contentsOf: key)
+            first = false
+            if try !body(key, value) { return false }
             op = MDB_NEXT
         }
+    }
+
+    /// LMDB's default key comparison (`mdb_cmp_memn`): bytewise, then shorter first.
+    static func compare(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Int {
+        let common = min(a.count, b.count)
+        let order = b.withUnsafeBytes { b in common == 0 ? 0 : Int(memcmp(a.baseAddress!, b.baseAddress!, common)) }
+        return order != 0 ? order : a.count - b.count
     }
 
     /// Pages on LMDB's free list (reusable by later writes), summed over its records: each is
@@ -104,7 +151,7 @@ package struct Transaction: ~Copyable {
     package func put(_ database: Database, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws(LMDBError) {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
-        try check(mdb_put(handle, database.dbi, &k, &v, 0))
+        try check(imgstore_mdb_put(handle, database.dbi, &k, &v, 0))
     }
 
     /// Reserves `count` bytes for `key` (`MDB_RESERVE`) and lets `fill` write them in place,
@@ -115,15 +162,16 @@ package struct Transaction: ~Copyable {
     ) throws(LMDBError) {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: count, mv_data: nil)
-        try check(mdb_put(handle, database.dbi, &k, &v, UInt32(MDB_RESERVE)))
-        fill(UnsafeMutableRawBufferPointer(start: v.mv_data, count: count))
+        try check(imgstore_mdb_put(handle, database.dbi, &k, &v, UInt32(MDB_RESERVE)))
+        let reserved = try bounds.checked(v, in: database)
+        fill(UnsafeMutableRawBufferPointer(mutating: reserved))
     }
 
     /// Deletes `key`; returns whether it was there.
     @discardableResult
     package func delete(_ database: Database, key: UnsafeRawBufferPointer) throws(LMDBError) -> Bool {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
-        let rc = mdb_del(handle, database.dbi, &k, nil)
+        let rc = imgstore_mdb_del(handle, database.dbi, &k, nil)
         if rc == MDB_NOTFOUND { return false }
         try check(rc)
         return true
@@ -131,7 +179,7 @@ package struct Transaction: ~Copyable {
 
     /// Deletes every entry of `database`, keeping the database.
     package func removeAll(_ database: Database) throws(LMDBError) {
-        try check(mdb_drop(handle, database.dbi, 0))
+        try check(imgstore_mdb_drop(handle, database.dbi, 0))
     }
 }
 
@@ -151,5 +199,38 @@ extension Transaction {
     @discardableResult
     package func delete(_ database: Database, key: [UInt8]) throws -> Bool {
         try key.withUnsafeBytes { (k) in try delete(database, key: k) }
+    }
+}
+
+/// Where the pages a transaction may read lie in this process's memory map, so a buffer LMDB
+/// returns for a damaged page (a garbage size or offset) is an error instead of a read past
+/// the end of the file (SIGBUS) or of the map (SIGSEGV).
+///
+/// A read transaction's buffers all lie in the map, below the end of the pages in use when it
+/// began. A write transaction may also return pages it copied into heap memory (without
+/// MDB_WRITEMAP) or pages it is adding past that end (with it), so for writers only a buffer
+/// that starts inside the map is checked, against the map's end under MDB_WRITEMAP.
+struct MapBounds {
+    var start: UInt
+    /// The end of the pages in use (`(me_last_pgno + 1) × page size` past the start).
+    var used: UInt
+    /// The end of the address range reserved for the map.
+    var mapped: UInt
+    var readOnly: Bool
+    var writeMap: Bool
+
+    /// The buffer `value` describes, checked.
+    /// - Throws: `LMDBError.corrupted` naming `database` when it does not lie where pages are.
+    func checked(_ value: MDB_val, in database: Database) throws(LMDBError) -> UnsafeRawBufferPointer {
+        let buffer = UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
+        guard let base = value.mv_data else { return buffer }
+        let first = UInt(bitPattern: base)
+        let (end, overflow) = first.addingReportingOverflow(UInt(value.mv_size))
+        let inMap = first >= start && first < mapped
+        let limit = !readOnly && writeMap ? mapped : used
+        if overflow || (readOnly && !inMap) || (inMap && end > limit) {
+            throw LMDBError(code: MDB_CORRUPTED, detail: "the \(database.name) database returned \(value.mv_size) bytes outside the data file's pages in use (a damaged page)")
+        }
+        return buffer
     }
 }

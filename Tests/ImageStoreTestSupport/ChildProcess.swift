@@ -118,6 +118,12 @@ public enum ChildProcess {
             }
         }
 
+        /// The exit status (128 + the signal when killed by one) once the child has exited, else nil.
+        public var exitStatus: Int32? {
+            _ = isRunning
+            return exit.withLock { $0 }
+        }
+
         /// Waits until the output contains `line` (or the child exits). Returns whether it did.
         public func wait(for line: String, timeout: TimeInterval = 60) -> Bool {
             wait(timeout: timeout) { $0.contains(line) }

@@ -87,18 +87,22 @@ import Testing
 
     // MARK: - Map size
 
-    @Test func aFullMapGrowsAndTheWriteIsRedone() throws {
+    @Test func theMapIsSizedOnceAtItsMaximumSoAWriteNeverRunsTwice() throws {
         try withTemporaryDirectory { directory throws in
             let environment = try open(directory, initial: 64 << 10, max: 64 << 20)
+            #expect(environment.mapSize == 64 << 20, "sized at the maximum when opened")
             let db = try environment.openDatabase(named: "t")
             let runs = Atomic<Int>(0)
             try environment.write { txn throws in
                 runs.add(1, ordering: .relaxed)
                 for n in 0..<20 { try txn.put(db, key: [UInt8(n)], value: [UInt8](repeating: 1, count: 100_000)) }
             }
-            #expect(runs.load(ordering: .relaxed) > 1, "the write ran again after growing")
-            #expect(environment.mapSize > 64 << 10)
+            #expect(runs.load(ordering: .relaxed) == 1)
+            #expect(environment.mapSize == 64 << 20)
             try environment.read { txn throws in #expect(try txn.statistics(db).entries == 20) }
+            var status = stat()
+            #expect(stat(directory + "/data.mdb", &status) == 0 && Int(status.st_size) < 8 << 20,
+                    "without MDB_WRITEMAP the file grows with the data, not with the map")
         }
     }
 
@@ -114,11 +118,11 @@ import Testing
         }
     }
 
-    @Test func aMapGrownByAnotherProcessIsAdopted() throws {
+    @Test func aFileFilledPastThisProcesssMapByAnotherIsMapResizedAndReopeningAdoptsIt() throws {
         try withTemporaryDirectory { directory throws in
-            let environment = try open(directory, initial: 1 << 20, max: 1 << 20)
-            let db = try environment.openDatabase(named: "t")
-            try environment.write { txn throws in try txn.put(db, key: [1], value: [1]) }
+            var environment: Environment? = try open(directory, initial: 1 << 20, max: 1 << 20)
+            let db = try environment!.openDatabase(named: "t")
+            try environment!.write { txn throws in try txn.put(db, key: [1], value: [1]) }
 
             // mdb_load, as a second process, grows the map to 64 MiB and fills part of it.
             let value = String(repeating: "ab", count: 500_000)
@@ -131,9 +135,15 @@ import Testing
             let load = try ChildProcess.run("/usr/bin/mdb_load", ["-s", "other", "-f", dumpFile, directory])
             #expect(load.status == 0, "\(load.standardError)")
 
-            try environment.write { txn throws in try txn.put(db, key: [2], value: [2]) }
-            #expect(environment.mapSize == 64 << 20)
-            try environment.read { txn throws in #expect(try txn.statistics(db).entries == 2) }
+            // The map is never resized under running transactions: a typed error, no wait.
+            #expect(throws: LMDBError.mapResized) { try environment!.read { txn throws in try txn.get(db, key: [1]) } }
+            #expect(throws: LMDBError.mapResized) { try environment!.write { txn throws in try txn.put(db, key: [2], value: [2]) } }
+            environment = nil
+            let reopened = try open(directory, initial: 1 << 20, max: 128 << 20)
+            #expect(reopened.mapSize == 128 << 20)
+            let again = try reopened.openDatabase(named: "t")
+            try reopened.write { txn throws in try txn.put(again, key: [2], value: [2]) }
+            try reopened.read { txn throws in #expect(try txn.statistics(again).entries == 2) }
         }
     }
 

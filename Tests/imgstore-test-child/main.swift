@@ -14,6 +14,16 @@ import LMDB
 //        open DIR read-only, check entries 0..<COUNT of `put` (twice) and that the open data
 //        file was not replaced, close, again until killed, printing "round N" after each; on
 //        a wrong or missing entry or a replaced file print "bad …" and exit 1
+//   imgstore-test-child stall-in-write DIR          open DIR as the store's writer and stay inside
+//        an LMDB write transaction (the test stops it there with SIGSTOP)
+//   imgstore-test-child try-writer DIR              open DIR as the writer; print the outcome and exit
+//   imgstore-test-child make DIR COUNT SEED         create a store of COUNT entries, checkpoint, exit
+//   imgstore-test-child read-each DIR COUNT SEED    read (read-only) each entry `make` wrote, print
+//        "N ok", "N missing", "N wrong" or "N error KIND" per entry, then "done"; exits 3 when
+//        the store cannot be opened at all
+//   imgstore-test-child nested-reads DIR ROUNDS     while a thread puts 128 KB images (the store
+//        grows), call every public read inside forEachEntry's body (for 27 anchors), ROUNDS times; print
+//        "round N" after each and "done" at the end
 //   imgstore-test-child put DIR COUNT MODE [keep-log]
 //        put COUNT entries (MODE: sync, batched, none); with keep-log, nothing is applied to
 //        LMDB, so everything stays in the write-ahead log
@@ -64,6 +74,9 @@ func openFiles() -> [String] {
     let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
     return fds.compactMap { fd in (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + fd)).map { "\(fd):" + $0 } }
 }
+
+/// The URL of entry `n` of a store `make` created.
+func madeURL(_ n: Int) -> String { "https://damage.test/images/\(n).bin" }
 
 func hang() -> Never {
     while true { sleep(60) }
@@ -117,6 +130,77 @@ do {
         let store = try open(arguments[1])
         say("ready")
         withExtendedLifetime(store) { hang() }
+    case ("make", 4):
+        let store = try open(arguments[1])
+        let seed = UInt64(arguments[3])!
+        for n in 0..<Int(arguments[2])! {
+            try store.put(blob(n, seed: seed), for: madeURL(n), ttl: 86_400, durability: .none)
+        }
+        try store.checkpoint()
+        store.close()
+    case ("read-each", 4):
+        var configuration = ImageStore.Configuration()
+        configuration.readOnly = true
+        let store: ImageStore
+        do { store = try ImageStore(path: arguments[1], configuration: configuration) } catch {
+            say("unopenable: \(error)")
+            exit(3)
+        }
+        let seed = UInt64(arguments[3])!
+        for n in 0..<Int(arguments[2])! {
+            do {
+                switch try store.get(madeURL(n), allowingStale: true) {
+                case nil: say("\(n) missing")
+                case let image?: say("\(n) \(image.data == blob(n, seed: seed) ? "ok" : "wrong")")
+                }
+            } catch {
+                say("\(n) error \(Mirror(reflecting: error).children.first?.label ?? "\(error)")")
+            }
+        }
+        say("done")
+    case ("nested-reads", 3):
+        let store = try open(arguments[1])
+        for n in 0..<30 { try store.put(blob(n, seed: 2), for: "https://x.test/anchor/\(n)", durability: .none) }
+        Thread.detachNewThread {
+            for n in 0..<300 {  // about 38 MB: the map of the store's first days grew several times
+                _ = try? store.put(Data(repeating: UInt8(truncatingIfNeeded: n), count: 128 << 10), for: "https://x.test/grow/\(n)", durability: .none)
+            }
+        }
+        for round in 0..<Int(arguments[2])! {
+            try store.forEachEntry { (info) throws(ImageStoreError) in
+                guard info.url.contains("/anchor/"), !info.url.hasSuffix("0") else { return }
+                _ = try store.get(info.url, allowingStale: true)
+                _ = try store.info(for: info.url)
+                _ = try store.contains(info.url)
+                _ = try store.statistics()
+                _ = try store.entries()
+                _ = try store.quarantinedEntries()
+                _ = try store.sweepExpired(dryRun: true)
+                try store.forEachEntry { _ in }
+                _ = store.recoveryReport
+                _ = store.logStatus
+            }
+            _ = try store.verify()
+            say("round \(round)")
+        }
+        say("done")
+        exit(0)
+    case ("stall-in-write", 2):
+        let store = try open(arguments[1])
+        // The registry hands back the store's own environment: this is the store's writer
+        // transaction as an import's batch would hold it.
+        try Environment.open(path: arguments[1]).write { _ in
+            say("ready")
+            withExtendedLifetime(store) { hang() }
+        }
+    case ("try-writer", 2):
+        do {
+            let store = try open(arguments[1])
+            store.close()
+            say("opened")
+        } catch let error as ImageStoreError {
+            if case .writerLocked = error { say("writerLocked: \(error)") } else { say("error: \(error)") }
+        }
     case ("put", 4), ("put", 5):
         let store = try open(arguments[1], keepLog: arguments.count == 5)
         for n in 0..<Int(arguments[2])! {

@@ -23,15 +23,17 @@ struct CommandContext {
     }
 
     /// Opens the store for `access`. A missing store is status 66 for `read` and `write`
-    /// (`missingStatus` lets verify use fsck's 8), other failures 74 (or 65 for bad data).
+    /// (`missingStatus` lets verify use fsck's 8), other failures 74 (or 65 for bad data), or
+    /// what `failure` makes of them (verify's own statuses).
     func openStore(_ access: Access, configuration: ImageStore.Configuration = .init(),
-                   missingStatus: ExitCode = .noInput) throws(CommandFailure) -> ImageStore {
+                   missingStatus: ExitCode = .noInput,
+                   failure: (ImageStoreError) -> CommandFailure = CommandFailure.init(storeError:)) throws(CommandFailure) -> ImageStore {
         if access != .create { try requireStore(missingStatus: missingStatus) }
         var configuration = configuration
         configuration.readOnly = access == .read
         if access == .read { configuration.sweepInterval = nil }
         do { return try ImageStore(path: storePath, configuration: configuration) } catch {
-            throw CommandFailure(storeError: error)
+            throw failure(error)
         }
     }
 

@@ -48,19 +48,15 @@ enum VerifyCommand: AdminCommand {
         var configuration = ImageStore.Configuration()
         configuration.salvageDamagedLog = repair
         configuration.validation = .none  // verify reads; nothing it writes needs validating
-        let store: ImageStore
-        do {
-            store = try context.openStore(repair ? .write : .read, configuration: configuration, missingStatus: .verifyOperationalError)
-        } catch {
-            throw CommandFailure(code: .verifyOperationalError, message: error.message)
-        }
+        let store = try context.openStore(repair ? .write : .read, configuration: configuration,
+                                          missingStatus: .verifyOperationalError, failure: failure)
         let progress = SharedProgress(Progress(label: "verifying entries", total: (try? store.statistics().entryCount) ?? 0))
         var options = ImageStore.VerifyOptions(deep: arguments.has("--deep"), repair: repair)
         options.progress = { progress.update($0) }
         let report: VerifyReport
         do { report = try store.verify(options) } catch {
             progress.finish()
-            throw CommandFailure(code: .verifyOperationalError, message: error.description)
+            throw failure(error)
         }
         progress.finish()
         store.close()
@@ -84,6 +80,16 @@ enum VerifyCommand: AdminCommand {
         // The summary is on stdout, once: the status says the rest.
         if report.problems.isEmpty { return }
         throw CommandFailure(code: report.unrepaired.isEmpty ? .verifyRepaired : .verifyProblemsLeft, message: "")
+    }
+}
+
+extension VerifyCommand {
+    /// A store too damaged to check (a truncated file, a broken tree) is a problem found and
+    /// left (4), as fsck reports a file system it cannot check; anything else means the check
+    /// could not run (8).
+    static func failure(_ error: ImageStoreError) -> CommandFailure {
+        if case .corruptStore = error { return CommandFailure(code: .verifyProblemsLeft, message: error.description) }
+        return CommandFailure(code: .verifyOperationalError, message: error.description)
     }
 }
 

@@ -35,22 +35,28 @@ final class DurableTier: Sendable {
 
     /// Opens the store directory at `path`, creating it (and the store) when missing, or
     /// finishing a creation a crash cut off (`StoreCreation`). A created store is durable
-    /// before this returns.
+    /// before this returns. A writable open takes the writer lock before it changes any file
+    /// and before LMDB's first write transaction, and returns it (the caller keeps it for as
+    /// long as it writes): a second writer is told at once who holds the store, instead of
+    /// waiting in `mdb_txn_begin` behind a writer that may be stopped. A read-only open takes
+    /// no lock and never waits for the writer.
     /// - Throws: `notADirectory`, `notWritable`, `notAStore` (nothing of imgstore's is there),
-    ///   `newerFormat`, `corruptStore` (imgstore's databases or log without its format record),
-    ///   `storage` (a read-only open of an unfinished creation with a log; a failed sync).
-    static func open(path: String, configuration: ImageStore.Configuration) throws(ImageStoreError) -> DurableTier {
+    ///   `newerFormat`, `corruptStore` (imgstore's databases or log without its format record;
+    ///   a damaged or cut data file), `storage` (a read-only open of an unfinished creation
+    ///   with a log; a failed sync), `writerLocked`.
+    static func open(path: String, configuration: ImageStore.Configuration) throws(ImageStoreError) -> (tier: DurableTier, writerLock: WriterLock?) {
         let readOnly = configuration.readOnly
         let dataFile = StoreCreation.dataFile(in: path)
         var isNew = dataFile != .present
         if isNew, let found = StoreDirectory.describeForeignContents(path) {
             throw .notAStore(path: path, found: found)
         }
-        if dataFile == .blank {
-            if readOnly { throw StoreCreation.unfinished(path: path) }
-            try StoreCreation.discardBlankDataFile(in: path)
-        }
+        if dataFile == .blank && readOnly { throw StoreCreation.unfinished(path: path) }
         if isNew && readOnly { throw .notAStore(path: path, found: "no store yet (read-only opens do not create one)") }
+        // Invariant: no file of the store changes, and no LMDB write transaction (not even
+        // opening the databases) runs, before this.
+        let writerLock = readOnly ? nil : try WriterLock(directory: path)
+        if dataFile == .blank { try StoreCreation.discardBlankDataFile(in: path) }
         var options = EnvironmentOptions()
         options.initialMapSize = configuration.initialMapSize
         options.maxMapSize = max(configuration.maxMapSize, configuration.initialMapSize)
@@ -83,8 +89,9 @@ final class DurableTier: Sendable {
                 databases = try environment.write { txn in try openDatabases(txn, isNew: isNew, readOnly: readOnly, path: path) }
             }
             if isNew { try StoreCreation.makeDurable(environment, path: path, fileSystem: configuration.logFileSystem) }
-            return DurableTier(environment: environment, path: path, maxMapSize: options.maxMapSize,
-                               databases: databases, keyHasher: configuration.keyHasher)
+            let tier = DurableTier(environment: environment, path: path, maxMapSize: options.maxMapSize,
+                                   databases: databases, keyHasher: configuration.keyHasher)
+            return (tier, writerLock)
         } catch {
             throw .from(error, path: path, operation: "reading the store's metadata", maxMapSize: options.maxMapSize)
         }
@@ -153,15 +160,35 @@ final class DurableTier: Sendable {
         try reading("reading an entry") { txn in try locate(cacheKey, in: txn)?.record }
     }
 
-    /// Calls `body` with every entry's record in key order, in one snapshot, until it returns false.
-    func forEachRecord(_ body: (EntryRecord) throws -> Bool) throws(ImageStoreError) {
-        try reading("listing entries") { txn in
-            try txn.scan(entries) { key, value in
-                guard let record = EntryRecord(decoding: value) else {
-                    throw ImageStoreError.corruptStore(path: path, detail: "an entry record is malformed (key \(Self.hex(key)))")
+    /// Calls `body` with every entry's record in key order, `pageSize` records per read
+    /// transaction. Each page is decoded and the transaction ended before `body` sees it, so
+    /// `body` runs outside any transaction: it may read the store, take as long as it likes and
+    /// never pins old pages (LMDB cannot reuse pages freed while a reader is open).
+    ///
+    /// Each page is one snapshot; the walk as a whole is not. An entry put or removed during the
+    /// walk may or may not be visited; none is visited twice, and keys only go up.
+    /// - Throws: `corruptStore` for a malformed record or a damaged tree; what `body` throws.
+    func forEachRecord(pageSize: Int = 256, _ body: (EntryRecord) throws(ImageStoreError) -> Void) throws(ImageStoreError) {
+        precondition(pageSize > 0, "pageSize must be positive")
+        var after: [UInt8]?
+        while true {
+            let page: [(key: [UInt8], record: EntryRecord)] = try reading("listing entries") { txn in
+                var page: [(key: [UInt8], record: EntryRecord)] = []
+                try (after ?? []).withUnsafeBytes { start in
+                    try txn.scan(entries, from: after == nil ? nil : start) { key, value in
+                        if let after, key.elementsEqual(after) { return true }  // resume past it
+                        guard let record = EntryRecord(decoding: value) else {
+                            throw ImageStoreError.corruptStore(path: path, detail: "an entry record is malformed (key \(Self.hex(key)))")
+                        }
+                        page.append((Array(key), record))
+                        return page.count < pageSize
+                    }
                 }
-                return try body(record)
+                return page
             }
+            for (_, record) in page { try body(record) }
+            guard page.count == pageSize, let last = page.last else { return }
+            after = last.key
         }
     }
 

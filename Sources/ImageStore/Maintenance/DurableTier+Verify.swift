@@ -81,6 +81,8 @@ extension DurableTier {
                 }
             }
         }
+        // Every write reads LMDB's free list; damage there stops all writes, so it is checked too.
+        _ = try reading("checking LMDB's free list") { txn in try txn.freePageCount() }
         let (counted, summed) = try reading("checking counters") { txn in
             var sum = 0
             try txn.scan(entries) { _, value in

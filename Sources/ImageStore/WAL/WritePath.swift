@@ -19,13 +19,14 @@ final class WritePath: Sendable {
     /// acknowledged put must be appliable).
     private let space: MapSpace
 
-    /// Takes the writer lock, recovers the log into LMDB, checkpoints, and starts a new log.
-    /// - Throws: `writerLocked`, `walCorrupt`, `storeFull` (replay needs a larger map),
+    /// Keeps the writer lock (taken by `DurableTier.open`), recovers the log into LMDB,
+    /// checkpoints, and starts a new log.
+    /// - Throws: `walCorrupt`, `storeFull` (replay needs a larger map),
     ///   `storage` and `diskFull` for I/O errors.
     /// Housekeeping to run after each applied batch, on the writer queue (the disk budget).
     private let afterApply: @Sendable () -> Void
 
-    init(tier: DurableTier, configuration: ImageStore.Configuration,
+    init(tier: DurableTier, writerLock: WriterLock, configuration: ImageStore.Configuration,
          changed: @escaping @Sendable ([SequencedEntry]) -> Void,
          afterApply: @escaping @Sendable () -> Void) throws(ImageStoreError) {
         self.afterApply = afterApply
@@ -34,7 +35,7 @@ final class WritePath: Sendable {
         self.tier = tier
         self.directory = directory
         self.fileSystem = configuration.logFileSystem
-        lock = LockedValue(try WriterLock(directory: directory))
+        lock = LockedValue(writerLock)  // taken by DurableTier.open, before any LMDB write
 
         // Recovery: replay what LMDB lacks, then checkpoint it all away.
         let applied = try tier.appliedSequence()
