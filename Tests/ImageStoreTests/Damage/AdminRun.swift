@@ -4,10 +4,10 @@ import ImageStoreTestSupport
 import Testing
 
 /// Runs `imgstore-admin` as a real process, so a signal (SIGBUS, SIGSEGV) or a hang is seen as
-/// what it is. `IMGSTORE_ADMIN` names another binary (the release build) to test instead.
+/// what it is. `IMGSTORE_ADMIN_BINARY` names another binary (the release build) to test instead.
 enum AdminRun {
     static var binary: String {
-        ProcessInfo.processInfo.environment["IMGSTORE_ADMIN"] ?? ChildProcess.product("imgstore-admin")
+        ProcessInfo.processInfo.environment["IMGSTORE_ADMIN_BINARY"] ?? ChildProcess.product("imgstore-admin")
     }
 
     /// What one command did: its exit status (128 + signal when killed by one; nil when it
