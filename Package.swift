@@ -28,7 +28,10 @@ let package = Package(
 
         // MARK: - Modules
         .target(name: "Locking"),
-        .target(name: "LMDB", dependencies: ["CLMDB", "Locking"]),
+        // LMDB calls guarded against faults on damaged pages: one C file, so its per-thread
+        // state has one copy whichever module the calls are inlined into.
+        .target(name: "CLMDBGuard", dependencies: ["CLMDB"]),
+        .target(name: "LMDB", dependencies: ["CLMDB", "CLMDBGuard", "Locking"]),
         .target(name: "ImageValidation", dependencies: ["CZlib", "CSpng", "CTurboJPEG"]),
         .target(name: "MemoryCache"),
         .target(name: "ImageStore", dependencies: ["LMDB", "CXXHash", "ImageValidation", "MemoryCache", "Locking"]),

@@ -1,4 +1,5 @@
 import CLMDB
+import CLMDBGuard
 #if canImport(Glibc)
 import Glibc
 #else
@@ -24,14 +25,9 @@ package struct Transaction: ~Copyable {
 
     deinit { mdb_txn_abort(handle) }
 
-    /// Installs the handler behind the shim's fault-guarded calls, once per process.
-    ///
-    /// Invariant: called from this file, which makes every guarded call. The shim's state lives
-    /// in static inline functions, of which each object file gets its own copy in a debug build,
-    /// so the handler must read the recovery point the guarded calls set: this file's copy.
+    /// Installs the handler behind the fault-guarded calls (`CLMDBGuard`), once per process.
     static func installFaultGuard() { _ = faultGuard }
-    /// Routes `env`'s failed internal assertions to the guarded call's recovery point (same
-    /// invariant as `installFaultGuard`).
+    /// Routes `env`'s failed internal assertions to the guarded call's recovery point.
     static func installAssertHandler(_ env: OpaquePointer) throws(LMDBError) { try check(imgstore_lmdb_install_assert(env)) }
     private static let faultGuard: Void = imgstore_lmdb_install_fault_guard()
 

@@ -86,8 +86,10 @@ import Testing
 
     @Test func announcedBodyOverMaxEntryBytesIsAbortedBeforeReading() async throws {
         try await withLoader(maxEntryBytes: 64 << 10) { loader, origin, _ in
+            // The body starts late enough that the loader has seen the length and hung up first,
+            // even on a loaded machine (the test waits only as long as the abort takes).
             let total = 32 << 20
-            try await origin.script("/huge-announced", TestOrigin.Response(body_size: total, body_delay: 0.2))
+            try await origin.script("/huge-announced", TestOrigin.Response(body_size: total, body_delay: 5))
             let url = origin.url("/huge-announced")
             let error = await loaderError { () throws(ImageLoaderError) in try await loader.load(url) }
             #expect(error == .responseTooLarge(url: url, limit: 64 << 10, byteCount: total))
@@ -100,11 +102,13 @@ import Testing
     @Test func streamedBodyOverMaxEntryBytesIsAbortedWhileReceiving() async throws {
         try await withLoader(maxEntryBytes: 64 << 10) { loader, origin, _ in
             // No Content-Length: the limit can only be seen while the bytes arrive. Paced like a
-            // network (16 MiB at 64 KiB per 10 ms): FoundationNetworking reads ahead of its
-            // delegate, so over loopback the whole body could arrive before the delegate sees it.
+            // network (16 MiB at 64 KiB per 50 ms, 13 s in all): FoundationNetworking reads ahead
+            // of its delegate, so over loopback the whole body could arrive before the delegate
+            // sees it. The slow pace leaves a loaded machine seconds to hang up; the test waits
+            // only as long as that takes.
             let total = 16 << 20
             try await origin.script(
-                "/huge-streamed", TestOrigin.Response(body_size: total, no_length: true, chunk_size: 64 << 10, chunk_delay: 0.01))
+                "/huge-streamed", TestOrigin.Response(body_size: total, no_length: true, chunk_size: 64 << 10, chunk_delay: 0.05))
             let url = origin.url("/huge-streamed")
             let error = await loaderError { () throws(ImageLoaderError) in try await loader.load(url) }
             #expect(error == .responseTooLarge(url: url, limit: 64 << 10, byteCount: nil))
