@@ -41,19 +41,12 @@ import Testing
         try withTemporaryDirectory { directory throws in
             let original = directory + "/original"
             try makeAppliedStore(at: original, count: 5)
-            let segment = try #require(try LogTest.segments(original).first)
-            let name = URL(fileURLWithPath: segment).lastPathComponent
-            let ends = try LogTest.recordEnds(in: segment)
-            for offset in 0..<ends.last! {
-                let copy = directory + "/flip-\(offset)"
-                try LogTest.copyStore(original, to: copy)
-                try FileCorruption.flipByte(at: offset, in: copy + "/" + name, mask: 0x10)
+            try LogTest.forEachFlippedCopy(of: original, in: directory) { copy, offset, _ in
                 let store = try ImageStore(path: copy, configuration: LogTest.configuration())
                 #expect(try store.entries().count == 5, "flip at \(offset)")
                 let report = store.recoveryReport
                 #expect(report.appliedRecordsMissing >= 1 && !report.warnings.isEmpty, "flip at \(offset): \(report)")
                 store.close()
-                try FileManager.default.removeItem(atPath: copy)
             }
         }
     }
