@@ -66,6 +66,24 @@ import Testing
         }
     }
 
+    @Test func aLogCutShortBeforeAppliedSeqIsWarnedAboutOnStandardError() throws {
+        try withTemporaryDirectory { directory throws in
+            let writer = try ChildProcess.Collecting(ChildProcess.product("imgstore-test-child"), ["put", directory, "5", "sync", "keep-log"])
+            #expect(writer.wait(for: "ready"))
+            _ = writer.kill()
+            let name = "wal-00000000000000000001.log"
+            let saved = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))
+            let first = try ChildProcess.run(admin, ["--store", directory, "checkpoint"])  // applied-seq 5, log retired
+            #expect(first.status == 0 && first.standardError.isEmpty, "\(first.standardError)")
+            // Put the segment back, cut after its first record: the log now ends before applied-seq.
+            let firstRecordEnd = 32 + saved[8..<12].reversed().reduce(0) { $0 << 8 | Int($1) }
+            try saved.prefix(firstRecordEnd).write(to: URL(fileURLWithPath: directory + "/" + name))
+            let again = try ChildProcess.run(admin, ["--store", directory, "checkpoint"])
+            #expect(again.status == 0)
+            #expect(again.standardError.contains("imgstore-admin: warning: write-ahead log: the log ends at sequence 1, before LMDB's applied-seq 5"), "\(again.standardError)")
+        }
+    }
+
     @Test func writerCommandsFailWhileAnotherProcessWritesButReadsWork() throws {
         try withTemporaryDirectory { directory throws in
             let holder = try ChildProcess.Collecting(ChildProcess.product("imgstore-test-child"), ["hold-writer", directory])

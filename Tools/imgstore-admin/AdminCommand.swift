@@ -32,9 +32,16 @@ struct CommandContext {
         var configuration = configuration
         configuration.readOnly = access == .read
         if access == .read { configuration.sweepInterval = nil }
-        do { return try ImageStore(path: storePath, configuration: configuration) } catch {
+        let store: ImageStore
+        do { store = try ImageStore(path: storePath, configuration: configuration) } catch {
             throw failure(error)
         }
+        // What recovery noticed (a log cut short or damaged where LMDB holds the records) is
+        // never silent, whichever command opened the store.
+        for warning in store.recoveryReport.warnings {
+            Output.standardError("imgstore-admin: warning: write-ahead log: \(warning)\n")
+        }
+        return store
     }
 
     /// Fails with "no store at PATH" unless the store's data file is there. A path that is

@@ -10,6 +10,19 @@ final class LogApplier: Sendable {
     static let maxBatchRecords = 2048
     static let maxBatchBytes = 64 << 20
 
+    /// How many of `entries` (from the front) one transaction takes: up to `maxBatchRecords`,
+    /// and until `maxBatchBytes` is reached (so one larger entry goes alone). Recovery's replay
+    /// uses it too, so it never commits more than normal operation would.
+    static func batchLength(_ entries: ArraySlice<SequencedEntry>) -> Int {
+        var bytes = 0
+        var count = 0
+        while count < entries.count && count < maxBatchRecords && bytes < maxBatchBytes {
+            bytes += entries[entries.startIndex + count].entry.memoryCost
+            count += 1
+        }
+        return count
+    }
+
     private struct State {
         var queue: [SequencedEntry] = []
         var scheduled = false
@@ -92,12 +105,7 @@ final class LogApplier: Sendable {
                     state.scheduled = false
                     return []
                 }
-                var bytes = 0
-                var count = 0
-                while count < state.queue.count && count < Self.maxBatchRecords && bytes < Self.maxBatchBytes {
-                    bytes += state.queue[count].entry.memoryCost
-                    count += 1
-                }
+                let count = Self.batchLength(state.queue[...])
                 if count == state.queue.count {  // the common case: take it all, no copying
                     defer { state.queue = [] }
                     return state.queue

@@ -15,6 +15,21 @@ public struct RecoveryReport: Sendable, Hashable {
     public var tornBytesDropped = 0
     /// Damage skipped in salvage mode, one sentence each (segment, offset, what was lost).
     public var salvaged: [String] = []
+    /// Records at or below LMDB's applied-seq that the log should still hold but does not: the
+    /// log ends before applied-seq (a segment cut short or deleted), a gap between segments, or
+    /// damaged applied records that were skipped. LMDB holds them, so they lost nothing
+    /// themselves; non-zero means the log was cut, deleted in part or damaged (or a power cut
+    /// dropped unsynced records LMDB had already applied). See `warnings`.
+    public var appliedRecordsMissing = 0
+    /// Bytes of damaged records at or below applied-seq that were skipped without salvage: no
+    /// unapplied write was at risk, so the open goes on.
+    public var appliedBytesSkipped = 0
+    /// One sentence for each thing above that a user should hear about (where, which sequence
+    /// numbers), as `imgstore-admin` prints them.
+    public var warnings: [String] = []
+    /// LMDB transactions the replay committed: it batches with the applier's caps
+    /// (`LogApplier.maxBatchRecords`, `maxBatchBytes`), never a whole segment at once.
+    public var replayTransactions = 0
 
     public init() {}
 }
@@ -74,14 +89,19 @@ struct LogRecovery {
                         // when a failed checkpoint left an older segment behind.
                         let wanted = expected ?? (appliedSequence + 1)
                         let gapIsApplied = record.sequence <= appliedSequence + 1
+                        let next = (segment: number, offset: offset, sequence: record.sequence)
                         if record.sequence != wanted && !gapIsApplied && !(expected == nil && afterSkip) {
                             let damage = unresolvedDamage ?? (number, offset, 0)
-                            try resolve(damage, nextValid: (number, offset), report: &report,
+                            try resolve(damage, nextValid: next, expected: expected, appliedSequence: appliedSequence, report: &report,
                                         detail: "sequence numbers \(wanted) to \(record.sequence - 1) are missing")
                             unresolvedDamage = nil
                         } else if let damage = unresolvedDamage {
-                            try resolve(damage, nextValid: (number, offset), report: &report)
+                            try resolve(damage, nextValid: next, expected: expected, appliedSequence: appliedSequence, report: &report)
                             unresolvedDamage = nil
+                        } else if let expected, record.sequence > expected {
+                            // A gap that lost nothing (all at or below applied-seq): still counted.
+                            report.appliedRecordsMissing += Int(record.sequence - expected)
+                            report.warnings.append("sequence numbers \(expected) to \(record.sequence - 1) are missing before \(WALFormat.segmentName(number)) at byte \(offset); LMDB holds them")
                         }
                         if record.sequence > appliedSequence {
                             batch.append(SequencedEntry(sequence: record.sequence, entry: record.entry))
@@ -100,7 +120,9 @@ struct LogRecovery {
                         if torn > 0 { unresolvedDamage = (number, offset, torn) }
                         break
                     }
-                    try resolve((number, offset, next - offset), nextValid: (number, next), report: &report)
+                    let nextSequence = parse(all, at: next, segment: number)!.sequence
+                    try resolve((number, offset, next - offset), nextValid: (number, next, nextSequence),
+                                expected: expected, appliedSequence: appliedSequence, report: &report)
                     unresolvedDamage = nil
                     offset = next
                     expected = nil  // salvage continues at whatever sequence comes next
@@ -108,19 +130,46 @@ struct LogRecovery {
                 }
             } }
             report.recordsReplayed += batch.count
-            if !batch.isEmpty { try apply(batch) }
+            // The applier's caps, so replay cannot hit MDB_TXN_FULL or storeFull where normal
+            // operation would not.
+            var rest = batch[...]
+            while !rest.isEmpty {
+                let count = LogApplier.batchLength(rest)
+                try apply(Array(rest.prefix(count)))
+                report.replayTransactions += 1
+                rest = rest.dropFirst(count)
+            }
         }
         if let damage = unresolvedDamage { report.tornBytesDropped += damage.bytes }
+        if lastSequence > 0 && lastSequence < appliedSequence {
+            // The segment holding applied-seq was cut short, or it and any later ones deleted.
+            // Not refused: under `.none`/`.batched` a power cut leaves the same state (LMDB
+            // applies records before the log syncs them), and nothing LMDB lacks can be named.
+            report.appliedRecordsMissing += Int(appliedSequence - lastSequence)
+            report.warnings.append("the log ends at sequence \(lastSequence), before LMDB's applied-seq \(appliedSequence): a segment was cut short or deleted (or a power cut dropped unsynced records); records after \(appliedSequence) that were in it cannot be counted")
+        }
         return (report, lastSequence)
     }
 
-    /// Damage at `damage` is followed by valid data at `nextValid`: refuse, or skip and report.
-    private func resolve(_ damage: (segment: UInt64, offset: Int, bytes: Int), nextValid: (UInt64, Int),
-                         report: inout RecoveryReport, detail: String? = nil) throws(ImageStoreError) {
+    /// Damage at `damage` is followed by valid data at `nextValid`: skip it when it held only
+    /// records LMDB already holds (reported, no unapplied write was at risk); otherwise refuse,
+    /// or skip and report when salvaging.
+    private func resolve(_ damage: (segment: UInt64, offset: Int, bytes: Int),
+                         nextValid: (segment: UInt64, offset: Int, sequence: UInt64), expected: UInt64?,
+                         appliedSequence: UInt64, report: inout RecoveryReport,
+                         detail: String? = nil) throws(ImageStoreError) {
         let place = "\(WALFormat.segmentName(damage.segment)) at byte \(damage.offset)"
         let what = detail ?? "a damaged record (\(damage.bytes) bytes)"
+        // Records are contiguous, so the damage held sequence numbers below the next valid one.
+        if nextValid.sequence <= appliedSequence + 1 {
+            report.appliedBytesSkipped += damage.bytes
+            // Without a record before the damage its count is unknown; it held one at least.
+            report.appliedRecordsMissing += expected.map { Int(nextValid.sequence - min($0, nextValid.sequence)) } ?? 1
+            report.warnings.append("skipped \(what) in \(place), holding only records LMDB already holds (up to sequence \(nextValid.sequence - 1))")
+            return
+        }
         guard salvage else {
-            throw .walCorrupt(path: directory, detail: "\(what) in \(place), followed by valid records in \(WALFormat.segmentName(nextValid.0)) at byte \(nextValid.1)")
+            throw .walCorrupt(path: directory, detail: "\(what) in \(place), followed by valid records in \(WALFormat.segmentName(nextValid.segment)) at byte \(nextValid.offset)")
         }
         report.salvaged.append("skipped \(what) in \(place)")
     }

@@ -58,8 +58,16 @@
 // 3. Otherwise the damage is a torn tail (the normal crash case): it is dropped and the number
 //    of bytes dropped is reported in `ImageStore.recoveryReport`.
 // 4. Records whose sequence number is ≤ the `applied-seq` recorded in LMDB are already applied
-//    and skipped; the rest are applied in order (replay is idempotent). A gap whose missing
-//    numbers are all ≤ `applied-seq` is not damage.
+//    and skipped; the rest are applied in order (replay is idempotent), in transactions capped
+//    like the applier's (`LogApplier.batchLength`). A gap whose missing numbers are all
+//    ≤ `applied-seq` is not damage, nor is damage followed by a valid record whose sequence is
+//    ≤ `applied-seq` + 1 (records are contiguous, so the damage held only applied records): both
+//    are skipped without salvage, counted in `appliedRecordsMissing` / `appliedBytesSkipped`
+//    and named in `warnings`. Rule 2 refuses only loss of records LMDB lacks.
+// 4a. A log whose last valid record is below `applied-seq` was cut short or lost its newest
+//    segment(s): counted and warned about, not refused, because a power cut under `.none` or
+//    `.batched` leaves the same state (the applier applies records before the log syncs them).
+//    What a cut removed after `applied-seq` cannot be counted without a synced watermark.
 // 5. Then a checkpoint: LMDB is synced (`mdb_env_sync(env, 1)`), the replayed segments are
 //    recycled or deleted, the directory is fsynced, and a fresh segment continues the sequence.
 //

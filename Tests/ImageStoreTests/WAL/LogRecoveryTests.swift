@@ -63,13 +63,7 @@ import Testing
         try withTemporaryDirectory { directory throws in
             let original = directory + "/original"
             try LogTest.makeCrashedStore(at: original, count: 4)
-            let segment = try #require(try LogTest.segments(original).first)
-            let name = URL(fileURLWithPath: segment).lastPathComponent
-            let ends = try LogTest.recordEnds(in: segment)
-            for offset in 0..<ends.last! {
-                let copy = directory + "/flip-\(offset)"
-                try LogTest.copyStore(original, to: copy)
-                try FileCorruption.flipByte(at: offset, in: copy + "/" + name, mask: 0x10)
+            try LogTest.forEachFlippedCopy(of: original, in: directory) { copy, offset, ends in
                 let damaged = ends.firstIndex { offset < $0 }!
                 do {
                     let store = try ImageStore(path: copy, configuration: LogTest.configuration())
@@ -79,10 +73,9 @@ import Testing
                     #expect(store.recoveryReport.tornBytesDropped > 0)
                     store.close()
                 } catch let error as ImageStoreError {
-                    guard case .walCorrupt = error else { Issue.record("flip at \(offset): \(error)"); continue }
+                    guard case .walCorrupt = error else { Issue.record("flip at \(offset): \(error)"); return }
                     #expect(damaged < ends.count - 1)
                 }
-                try FileManager.default.removeItem(atPath: copy)
             }
         }
     }

@@ -45,6 +45,23 @@ enum LogTest {
         }
     }
 
+    /// For every byte of the first segment's records in the store at `original`: a copy of the
+    /// store in `directory` with that byte flipped, handed to `body` with the offset and the
+    /// record ends, then deleted.
+    static func forEachFlippedCopy(of original: String, in directory: String,
+                                   _ body: (_ copy: String, _ offset: Int, _ ends: [Int]) throws -> Void) throws {
+        let segment = try #require(try segments(original).first)
+        let name = URL(fileURLWithPath: segment).lastPathComponent
+        let ends = try recordEnds(in: segment)
+        for offset in 0..<ends.last! {
+            let copy = directory + "/flip-\(offset)"
+            try copyStore(original, to: copy)
+            try FileCorruption.flipByte(at: offset, in: copy + "/" + name, mask: 0x10)
+            try body(copy, offset, ends)
+            try FileManager.default.removeItem(atPath: copy)
+        }
+    }
+
     /// Small entries for logs short enough to sweep byte by byte.
     static func smallEntry(_ n: Int) -> (url: String, data: Data) {
         ("https://x.test/\(n)", Data((0..<(20 + n * 7)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ n) }))
