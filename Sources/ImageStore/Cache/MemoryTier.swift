@@ -20,11 +20,13 @@ final class MemoryTier: Sendable {
 
     private let cache: MemoryCache<String, Entry>
     private let generation = Atomic<UInt64>(0)
+    private let fillHook: (@Sendable (MemoryFillPhase, String) -> Void)?
 
     /// A memory tier with the configuration's limits, or nil when it is turned off.
     init?(_ configuration: ImageStore.Configuration) {
         guard configuration.memoryCostLimit > 0 else { return nil }
         let clock = configuration.clock
+        fillHook = configuration.memoryFillHook
         cache = MemoryCache(configuration: .init(
             countLimit: configuration.memoryCountLimit, totalCostLimit: configuration.memoryCostLimit,
             maxEntryCost: configuration.memoryMaxEntryBytes,
@@ -41,8 +43,10 @@ final class MemoryTier: Sendable {
     func fill(_ entry: Entry, readAt generation: UInt64) {
         let cost = entry.data.count
         guard cost > 0 else { return }
+        fillHook?(.beforeInsert, entry.record.cacheKey)
         cache.set(entry, forKey: entry.record.cacheKey, cost: cost,
                   expiresAt: entry.record.slidingSeconds > 0 ? nil : entry.record.expiresAt)
+        fillHook?(.afterInsert, entry.record.cacheKey)
         if self.generation.load(ordering: .acquiring) != generation {
             cache.removeValue(forKey: entry.record.cacheKey)
         }
