@@ -88,6 +88,10 @@ extension ImageStore {
         /// Called before each checkpoint's LMDB sync; an error it returns stands in for the
         /// sync's (tests of fail-stop). Not public API.
         package var checkpointSyncFault: (@Sendable () -> ImageStoreError?)?
+        /// Called by the memory tier's fill, on the reading thread, just before and just after
+        /// it inserts an entry it read from LMDB, so tests can land a write in between. Not
+        /// public API.
+        package var memoryFillHook: (@Sendable (MemoryFillPhase, String) -> Void)?
         /// Replaces the URL hash, so tests can force collisions. Not public API.
         package var keyHasher: @Sendable (String) -> [UInt8] = Checksum.key
 

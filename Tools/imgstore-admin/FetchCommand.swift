@@ -26,7 +26,9 @@ enum FetchCommand: AdminCommand {
         if let count = try Options.count("--concurrency", arguments, in: 1...1024) { configuration.maxConcurrentDownloads = count }
         let store = try context.openStore(.create)
         defer { store.close() }
-        let loader = ImageLoader(store: store, configuration: configuration)
+        let loader = try CommandFailure.mapping { () throws(ImageStoreError) in
+            try ImageLoader(store: store, configuration: configuration)
+        }
         let urls = arguments.positionals
         let results = wait { await loadAll(urls, with: loader) }
         var failures = 0

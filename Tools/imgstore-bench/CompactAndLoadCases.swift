@@ -111,7 +111,9 @@ enum CompactAndLoadCases {
         defer { loaderStore.close(); naiveStore.close() }
         var loaderConfiguration = ImageLoader.Configuration()
         loaderConfiguration.maxConcurrentDownloads = 16
-        let loader = ImageLoader(store: loaderStore, configuration: loaderConfiguration, transport: origin)
+        let loader: ImageLoader
+        do { loader = try ImageLoader(store: loaderStore, configuration: loaderConfiguration, transport: origin) }
+        catch { fail("load.coalesced: \(error)") }
 
         func time(_ body: @escaping @Sendable (Int) async -> Void) -> Double {
             let start = BenchmarkRunner.nanoseconds()

@@ -1,6 +1,6 @@
 import Foundation
+import Locking
 import MemoryCache
-import Synchronization
 
 /// The memory tier in front of the durable tier: decoded entries (record and bytes) by cache
 /// key, in a `MemoryCache` with count and byte limits.
@@ -9,9 +9,10 @@ import Synchronization
 /// only from LMDB reads, and every change to LMDB (applied puts and deletes, sweeps,
 /// evictions) invalidates the keys it touched right after its transaction commits. A read that
 /// fills the tier checks a generation counter that every invalidation bumps: if anything was
-/// invalidated while it read LMDB, its fill is withdrawn, so an old read cannot outlive the
-/// invalidation that raced with it. Until the log applier reaches LMDB, the pending index
-/// (consulted first) shadows the memory tier.
+/// invalidated while it read LMDB, it inserts nothing (the check and the insert are one step
+/// under a lock), so an old read is never visible after the invalidation that raced with it.
+/// Until the log applier reaches LMDB, the pending index (consulted first) shadows the memory
+/// tier.
 final class MemoryTier: Sendable {
     struct Entry: Sendable {
         var record: EntryRecord
@@ -19,12 +20,15 @@ final class MemoryTier: Sendable {
     }
 
     private let cache: MemoryCache<String, Entry>
-    private let generation = Atomic<UInt64>(0)
+    /// Bumped by every invalidation; a fill inserts only while holding it (see `fill`).
+    private let generation = LockedValue<UInt64>(0)
+    private let fillHook: (@Sendable (MemoryFillPhase, String) -> Void)?
 
     /// A memory tier with the configuration's limits, or nil when it is turned off.
     init?(_ configuration: ImageStore.Configuration) {
         guard configuration.memoryCostLimit > 0 else { return nil }
         let clock = configuration.clock
+        fillHook = configuration.memoryFillHook
         cache = MemoryCache(configuration: .init(
             countLimit: configuration.memoryCountLimit, totalCostLimit: configuration.memoryCostLimit,
             maxEntryCost: configuration.memoryMaxEntryBytes,
@@ -34,31 +38,45 @@ final class MemoryTier: Sendable {
     func entry(_ cacheKey: String) -> Entry? { cache.value(forKey: cacheKey) }
 
     /// The generation to pass to `fill` after reading LMDB.
-    var currentGeneration: UInt64 { generation.load(ordering: .acquiring) }
+    var currentGeneration: UInt64 { generation.withLock { $0 } }
 
     /// Keeps an entry read from LMDB, unless something was invalidated since `generation`.
     /// Sliding entries are kept without an expiry (the store checks theirs on every hit).
+    ///
+    /// The check and the insert are one step under the generation lock, so an entry older
+    /// than an invalidation is never visible, not even for a moment. (Inserting first and
+    /// withdrawing it after a failed check let a writer, whose put had just left the pending
+    /// index, read the older bytes back.)
     func fill(_ entry: Entry, readAt generation: UInt64) {
         let cost = entry.data.count
         guard cost > 0 else { return }
-        cache.set(entry, forKey: entry.record.cacheKey, cost: cost,
-                  expiresAt: entry.record.slidingSeconds > 0 ? nil : entry.record.expiresAt)
-        if self.generation.load(ordering: .acquiring) != generation {
-            cache.removeValue(forKey: entry.record.cacheKey)
+        fillHook?(.beforeInsert, entry.record.cacheKey)
+        self.generation.withLock { current in
+            guard current == generation else { return }  // invalidated while it read LMDB
+            cache.set(entry, forKey: entry.record.cacheKey, cost: cost,
+                      expiresAt: entry.record.slidingSeconds > 0 ? nil : entry.record.expiresAt)
         }
+        fillHook?(.afterInsert, entry.record.cacheKey)
     }
 
     /// Drops `cacheKeys` after LMDB changed them.
     func invalidate(_ cacheKeys: some Sequence<String>) {
-        generation.add(1, ordering: .acquiringAndReleasing)
+        bumpGeneration()
         for key in cacheKeys { cache.removeValue(forKey: key) }
     }
 
     /// Drops everything (after a remove-all).
     func invalidateAll() {
-        generation.add(1, ordering: .acquiringAndReleasing)
+        bumpGeneration()
         cache.removeAll()
     }
+
+    /// Fails every fill that read LMDB before now. Callers drop their keys after this.
+    ///
+    /// Invariant: a fill inserts only under the lock, after seeing an unchanged generation.
+    /// So a fill either locks before this bump (its insert is done, and the removal that
+    /// follows drops it) or after it (it sees the bump and inserts nothing).
+    private func bumpGeneration() { generation.withLock { $0 &+= 1 } }
 
     var statistics: MemoryCacheStatistics { cache.statistics }
 }

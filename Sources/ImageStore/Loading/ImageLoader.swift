@@ -9,7 +9,7 @@ import FoundationNetworking
 /// origin's caching headers, and falling back to expired entries when the origin is away.
 ///
 /// ```swift
-/// let loader = ImageLoader(store: store)
+/// let loader = try ImageLoader(store: store)
 /// let image = try await loader.load("https://cdn.example.com/img/42.jpg")
 /// print(image.source, image.facts.width, image.facts.height)
 /// ```
@@ -41,11 +41,11 @@ public final class ImageLoader: Sendable {
 
     /// A loader over `store`, downloading with `transport` (default: a `URLSessionTransport`).
     /// The loader does not own the store: close it after the loader's last load.
+    /// - Throws: `ImageStoreError.invalidArgument` naming the first field of `configuration`
+    ///   out of range (see `Configuration`'s fields for each range).
     public init(store: ImageStore, configuration: Configuration = .init(),
-                transport: any ImageTransport = URLSessionTransport()) {
-        precondition(configuration.maxConcurrentDownloads > 0, "maxConcurrentDownloads must be positive")
-        precondition(configuration.minTTL >= 0 && configuration.minTTL <= configuration.maxTTL, "need 0 <= minTTL <= maxTTL")
-        precondition(configuration.timeout > 0 && configuration.negativeTTL >= 0, "timeouts must be positive")
+                transport: any ImageTransport = URLSessionTransport()) throws(ImageStoreError) {
+        try configuration.validate()
         self.store = store
         self.configuration = configuration
         self.transport = transport

@@ -97,6 +97,34 @@ import Testing
 
     // MARK: - Concurrency
 
+    /// A reader pauses in `fill` after reading the old bytes from LMDB; a put lands and is
+    /// applied (so the pending index no longer shadows the key); the reader inserts. At no
+    /// point after that may a get return the reader's old bytes.
+    @Test func aFillThatRacedAnAppliedPutNeverServesItsOldBytes() throws {
+        let gate = FillGate()
+        var config = configuration()
+        config.memoryFillHook = { phase, _ in gate.reached(phase) }
+        try withTemporaryStore(config) { store throws in
+            let url = "https://x.test/raced"
+            try store.put(Data([1]), for: url)
+            _ = try store.statistics()  // applied to LMDB; memory is empty
+            gate.arm()
+            let reader = startThreads(1) { _ in _ = try? store.get(url) }
+            try #require(gate.waitUntilPaused(), "the reader reached fill")  // it read [1] from LMDB
+            try store.put(Data([2]), for: url)
+            _ = try store.statistics()  // applied: LMDB has [2], the memory tier was invalidated
+            gate.resume()
+            try #require(gate.waitUntilPaused(), "the reader finished its insert step")
+            let seen = try store.get(url)?.data
+            gate.resume()
+            reader.wait()
+            #expect(seen == Data([2]), "a get after the put was applied returned \(seen.map { Array($0) } ?? [])")
+            #expect(try store.get(url)?.data == Data([2]))
+            #expect(try store.get(url)?.data == Data([2]))
+        }
+    }
+
+
     @Test func aWriterAlwaysReadsItsOwnLatestWriteWhileReadersFillMemory() throws {
         try withTemporaryStore(configuration()) { store throws in
             let url = "https://x.test/hot"
@@ -118,4 +146,28 @@ import Testing
             #expect(try store.get(url)?.data == Data([UInt8(300 & 0xFF), UInt8(300 >> 8)]))
         }
     }
+}
+
+/// Pauses the first fill after `arm()` twice: before its insert and after it, each until
+/// `resume()`. Other fills (the test thread's own) pass straight through.
+private final class FillGate: Sendable {
+    private enum Step: Int { case off, armed, pausedBefore, inserting, pausedAfter, done }
+    private let step = Atomic<Int>(Step.off.rawValue)
+    private let paused = DispatchSemaphore(value: 0)
+    private let go = DispatchSemaphore(value: 0)
+
+    func arm() { step.store(Step.armed.rawValue, ordering: .sequentiallyConsistent) }
+
+    func reached(_ phase: MemoryFillPhase) {
+        let (from, to): (Step, Step) = phase == .beforeInsert ? (.armed, .pausedBefore) : (.inserting, .pausedAfter)
+        guard step.compareExchange(expected: from.rawValue, desired: to.rawValue, ordering: .sequentiallyConsistent)
+            .exchanged else { return }
+        paused.signal()
+        go.wait()
+        step.store((to == .pausedBefore ? Step.inserting : Step.done).rawValue, ordering: .sequentiallyConsistent)
+    }
+
+    /// False when the reader never got there (a generous guard against a hang, not a timing).
+    func waitUntilPaused() -> Bool { paused.wait(timeout: .now() + 60) == .success }
+    func resume() { go.signal() }
 }

@@ -133,7 +133,7 @@ func withLoader<R>(
     var configuration = ImageLoader.Configuration()
     configuration.timeout = 60  // generous: the machine may be loaded
     configure(&configuration)
-    let loader = ImageLoader(store: store, configuration: configuration)
+    let loader = try ImageLoader(store: store, configuration: configuration)
     let result = try await body(loader, origin, clock)
     try checkConsistency(of: store)
     return result
