@@ -37,3 +37,19 @@ package final class LockedValue<Value: Sendable>: @unchecked Sendable {
         return try body(&value)
     }
 }
+
+extension LockedValue where Value == Void {
+    /// Runs `body` holding the lock, for a lock that guards no value of its own (it orders
+    /// system calls, as the test support's spawn lock does).
+    ///
+    /// Why not `withLock { _ in … }`: that begins a Swift `inout` access to the zero-sized
+    /// `value` on every call, and ThreadSanitizer reported two such accesses from different
+    /// threads (both inside the lock) as a "Swift access race" in a fresh-clone CI run. This
+    /// form makes no Swift access at all; only the mutex orders the callers.
+    @inline(__always)
+    package func withLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+}

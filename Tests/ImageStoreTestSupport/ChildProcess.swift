@@ -189,7 +189,7 @@ public enum ChildProcess {
         posix_spawnattr_setsigdefault(&attributes, &allSignals)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var pid: pid_t = 0
-        let rc = spawnLock.withLock { _ in
+        let rc = spawnLock.withLock { () -> Int32 in
             withCStrings(argv) { argvPointers in
                 withCStrings(environmentStrings) { envPointers in
                     posix_spawn(&pid, path, &actions, &attributes, argvPointers, envPointers)
@@ -231,7 +231,7 @@ private final class Pipe2: Sendable {
 
     init() throws {
         var fds: [Int32] = [0, 0]
-        let created = ChildProcess.spawnLock.withLock { _ -> Bool in
+        let created = ChildProcess.spawnLock.withLock { () -> Bool in
             guard pipe(&fds) == 0 else { return false }
             _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
             _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
