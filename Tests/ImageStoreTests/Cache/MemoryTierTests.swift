@@ -160,11 +160,12 @@ private final class FillGate: Sendable {
 
     func reached(_ phase: MemoryFillPhase) {
         let (from, to): (Step, Step) = phase == .beforeInsert ? (.armed, .pausedBefore) : (.inserting, .pausedAfter)
-        guard step.compareExchange(expected: from.rawValue, desired: to.rawValue, ordering: .sequentiallyConsistent)
-            .exchanged else { return }
-        paused.signal()
-        go.wait()
-        step.store((to == .pausedBefore ? Step.inserting : Step.done).rawValue, ordering: .sequentiallyConsistent)
+        // Only the armed fill pauses; every other fill passes through.
+        if step.compareExchange(expected: from.rawValue, desired: to.rawValue, ordering: .sequentiallyConsistent).exchanged {
+            paused.signal()
+            go.wait()
+            step.store((to == .pausedBefore ? Step.inserting : Step.done).rawValue, ordering: .sequentiallyConsistent)
+        }
     }
 
     /// False when the reader never got there (a generous guard against a hang, not a timing).

@@ -30,26 +30,28 @@ struct LMDBPageMap {
         let meta = metas.max { $0.txnid < $1.txnid }!.start + 16
         var visited: Set<Int> = []
         func walk(_ root: Int, database: String, named: ((String, Int) -> Void)?) {
-            guard root > 1, !visited.contains(root),  // P_INVALID (an empty database) reads as -1
-                  (root + 1) * pageSize <= bytes.count else { return }
-            visited.insert(root)
-            let start = root * pageSize
-            let flags = integer(start + 10, 2)
-            let count = (integer(start + 12, 2) - 16) / 2
-            let isBranch = flags & 0x01 != 0
-            pages.append(Page(number: root, kind: isBranch ? .branch : .leaf, database: database))
-            for index in 0..<max(0, count) {
-                let node = start + integer(start + 16 + 2 * index, 2)
-                let (low, high, nodeFlags, keySize) = (integer(node, 2), integer(node + 2, 2), integer(node + 4, 2), integer(node + 6, 2))
-                if isBranch {
-                    walk(low | high << 16 | nodeFlags << 32, database: database, named: named)
-                } else if nodeFlags & 0x01 != 0 {  // F_BIGDATA: the value is on overflow pages
-                    let first = integer(node + 8 + keySize, 8)
-                    guard (first + 1) * pageSize <= bytes.count else { continue }
-                    pages.append(Page(number: first, kind: .overflow, database: database))
-                } else if nodeFlags & 0x02 != 0, let named {  // F_SUBDATA: a named database
-                    let name = String(decoding: bytes[(node + 8)..<(node + 8 + keySize)], as: UTF8.self)
-                    named(name, integer(node + 8 + keySize + 40, 8))
+            // P_INVALID (an empty database) reads as -1; a root past the file's end is not walked.
+            let walkable = root > 1 && !visited.contains(root) && (root + 1) * pageSize <= bytes.count
+            if walkable {
+                visited.insert(root)
+                let start = root * pageSize
+                let flags = integer(start + 10, 2)
+                let count = (integer(start + 12, 2) - 16) / 2
+                let isBranch = flags & 0x01 != 0
+                pages.append(Page(number: root, kind: isBranch ? .branch : .leaf, database: database))
+                for index in 0..<max(0, count) {
+                    let node = start + integer(start + 16 + 2 * index, 2)
+                    let (low, high, nodeFlags, keySize) = (integer(node, 2), integer(node + 2, 2), integer(node + 4, 2), integer(node + 6, 2))
+                    if isBranch {
+                        walk(low | high << 16 | nodeFlags << 32, database: database, named: named)
+                    } else if nodeFlags & 0x01 != 0 {  // F_BIGDATA: the value is on overflow pages
+                        let first = integer(node + 8 + keySize, 8)
+                        guard (first + 1) * pageSize <= bytes.count else { continue }
+                        pages.append(Page(number: first, kind: .overflow, database: database))
+                    } else if nodeFlags & 0x02 != 0, let named {  // F_SUBDATA: a named database
+                        let name = String(decoding: bytes[(node + 8)..<(node + 8 + keySize)], as: UTF8.self)
+                        named(name, integer(node + 8 + keySize + 40, 8))
+                    }
                 }
             }
         }

@@ -76,8 +76,7 @@ final class TestOrigin: Sendable {
 
     /// Kills the server and reaps it. Idempotent. Loads after this find nothing listening.
     func stop() {
-        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        server.kill()
+        if !stopped.exchange(true, ordering: .acquiringAndReleasing) { server.kill() }
     }
 
     /// The absolute URL of `path` on this origin.

@@ -44,8 +44,7 @@ import Testing
             }
             // A safety net, not a measurement: a hung writer would hang the suite.
             let finished = writers.wait(timeout: .now() + 120) == .success
-            #expect(finished, "writers parked in back-pressure never woke")
-            guard finished else { return }
+            try #require(finished, "writers parked in back-pressure never woke")
             // Every acknowledged put was appliable: the applier never failed.
             #expect(store.writes?.applier.failure == nil)
             #expect(!refused.withLock { $0 }.isEmpty, "the map is full for new pages; some puts are refused")
