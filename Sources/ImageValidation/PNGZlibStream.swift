@@ -22,7 +22,7 @@ import CZlib
 /// bounded by `Limits.maxPixels`. Both check conditions 1–4 with the same error kinds; the tests and the fuzz
 /// target run both on the same inputs.
 enum PNGZlibStream {
-    /// Largest filtered image (bytes) inflated at once: 16 MiB, e.g. 2048×2048 RGBA.
+    /// Largest filtered image (bytes) inflated at once: 16 MiB, e.g. 2000×2000 RGBA (2048×2048 is just over).
     static let wholeBufferLimit = 16 << 20
 
     /// - Throws: `.corruptData` naming the first condition that fails.
