@@ -22,6 +22,7 @@ let package = Package(
         systemLibrary("CLMDB", pkgConfig: "lmdb", apt: "liblmdb-dev"),
         systemLibrary("CXXHash", pkgConfig: "libxxhash", apt: "libxxhash-dev"),
         systemLibrary("CZlib", pkgConfig: "zlib", apt: "zlib1g-dev"),
+        systemLibrary("CDeflate", pkgConfig: "libdeflate", apt: "libdeflate-dev"),
         systemLibrary("CSpng", pkgConfig: "spng", apt: "libspng-dev"),
         systemLibrary("CTurboJPEG", pkgConfig: "libturbojpeg", apt: "libturbojpeg0-dev"),
         systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: "libsqlite3-dev"),
@@ -32,7 +33,7 @@ let package = Package(
         // state has one copy whichever module the calls are inlined into.
         .target(name: "CLMDBGuard", dependencies: ["CLMDB"]),
         .target(name: "LMDB", dependencies: ["CLMDB", "CLMDBGuard", "Locking"]),
-        .target(name: "ImageValidation", dependencies: ["CZlib", "CSpng", "CTurboJPEG"]),
+        .target(name: "ImageValidation", dependencies: ["CZlib", "CDeflate", "CSpng", "CTurboJPEG"]),
         .target(name: "MemoryCache"),
         .target(name: "ImageStore", dependencies: ["LMDB", "CXXHash", "ImageValidation", "MemoryCache", "Locking"]),
 

@@ -29,8 +29,8 @@ src=(Sources/ImageValidation/*.swift Tools/fuzz/FuzzValidator.swift)
 if [ ! -x "$bin" ] || [ -n "$(find "${src[@]}" -newer "$bin" 2>/dev/null)" ]; then
   echo "fuzz-validator: building $bin"
   swiftc -sanitize=fuzzer,address -parse-as-library -O -g -module-name ImageValidationFuzz \
-    -I Sources/CZlib -I Sources/CSpng -I Sources/CTurboJPEG \
-    "${src[@]}" -lz -lspng -lturbojpeg -o "$bin"
+    -I Sources/CZlib -I Sources/CDeflate -I Sources/CSpng -I Sources/CTurboJPEG \
+    "${src[@]}" -lz -ldeflate -lspng -lturbojpeg -o "$bin"
 fi
 
 echo "fuzz-validator: $seeds seeds, ${seconds}s"

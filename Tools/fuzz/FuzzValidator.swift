@@ -6,8 +6,9 @@ import Glibc
 // Input layout: byte 0 selects the mode (even = structure, odd = deep); the rest is the image.
 // IMGSTORE_FUZZ_MODE=structure or deep forces one mode whatever byte 0 says, so each mode can be fuzzed for a
 // measured time of its own (Tools/fuzz-validator.sh passes it through).
-// Beyond "no crash, hang, leak or OOM" (the sanitizers' job) it checks one invariant: deep mode runs structure
-// checks first, so whatever deep mode accepts, structure mode accepts with the same facts.
+// Beyond "no crash, hang, leak or OOM" (the sanitizers' job) it checks two invariants: deep mode runs structure
+// checks first, so whatever deep mode accepts, structure mode accepts with the same facts; and deep PNG's two
+// inflaters (libdeflate at once, zlib streaming for large images) give the same verdict on every stream.
 
 /// A low pixel limit keeps deep decodes of tiny inputs with huge claimed sizes fast; the limit logic itself is
 /// still exercised (inputs above it are rejected).
@@ -28,9 +29,22 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         // Invariant: deep acceptance implies structure acceptance with identical facts.
         precondition(structureFacts == deepFacts, "deep accepted what structure did not: \(deepFacts)")
     }
+    if mode == .deep, let facts = try? fuzzValidator.validate(image, mode: .structure), facts.format == .png {
+        // Invariant: the at-once and the streaming inflater agree (same error kind, or both accept).
+        let atOnce = zlibVerdict(image, facts, wholeBufferLimit: Int.max), streaming = zlibVerdict(image, facts, wholeBufferLimit: 0)
+        precondition(atOnce == streaming, "libdeflate says \(String(describing: atOnce)), zlib \(String(describing: streaming))")
+    }
     if case .failure(let error) = result {
         // Invariant: offsets point into (or one past) the input.
         precondition(error.offset >= 0 && error.offset <= image.count, "offset \(error.offset) outside \(image.count) bytes")
     }
     return 0
+}
+
+/// Deep PNG's zlib-stream check on one inflater: nil when it accepts, else the error's kind.
+func zlibVerdict(_ image: UnsafeRawBufferPointer, _ facts: ImageFacts, wholeBufferLimit: Int) -> ImageValidationError.Kind? {
+    do throws(ImageValidationError) {
+        try PNGZlibStream.check(ByteInput(image), facts: facts, wholeBufferLimit: wholeBufferLimit)
+        return nil
+    } catch { return error.kind }
 }

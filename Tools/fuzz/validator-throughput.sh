@@ -12,8 +12,8 @@ seconds="${1:-3}"
 corpus="${IMGSTORE_CORPUS:-$(pwd)/../shared/corpus}"
 probe=fuzz-out/validator-probe
 mkdir -p fuzz-out
-swiftc -O -parse-as-library -module-name ValidatorProbe -I Sources/CZlib -I Sources/CSpng -I Sources/CTurboJPEG \
-  Sources/ImageValidation/*.swift Tools/fuzz/ValidatorProbe.swift -lz -lspng -lturbojpeg -o "$probe"
+swiftc -O -parse-as-library -module-name ValidatorProbe -I Sources/CZlib -I Sources/CDeflate -I Sources/CSpng -I Sources/CTurboJPEG \
+  Sources/ImageValidation/*.swift Tools/fuzz/ValidatorProbe.swift -lz -ldeflate -lspng -lturbojpeg -o "$probe"
 
 mapfile -t pngs < <(find "$corpus" -name '*.png' | sort)
 mapfile -t jpgs < <(find "$corpus" -name '*.jpg' | sort)

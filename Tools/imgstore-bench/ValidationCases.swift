@@ -1,5 +1,6 @@
 import Foundation
 import ImageValidation
+import Synchronization
 
 /// imgstore's validator against the command-line checkers a user would run, over the same files: `pngcheck -q`,
 /// `jpeginfo` (headers) and `jpeginfo -c` (full decode), each one process over every file of the set (so process
@@ -52,17 +53,33 @@ enum ValidationCases {
         }
         let total = images.reduce(0) { $0 + $1.count }
         let system = ([checker.tool] + checker.flags).joined(separator: " ")
+        let runs = options.repetitions, processesPerRun = options.quick ? 1 : 3
+        let childCPU = Mutex<Double>(0)
         var m = BenchmarkRunner.measure(
-            name, system: checker.tool, threads: 1, opsPerThread: images.count * (options.quick ? 1 : 3),
-            batch: images.count, warmUp: false, repetitions: options.repetitions
+            name, system: checker.tool, threads: 1, opsPerThread: images.count * processesPerRun,
+            batch: images.count, warmUp: false, repetitions: runs
         ) { _, range in
-            let status = Subprocess.run(executable, checker.flags + paths)
+            let (status, cpu) = Subprocess.run(executable, checker.flags + paths)
             if status != 0 { fail("\(system) exited with \(status) on the generated images") }
+            childCPU.withLock { $0 += cpu }
             return range.count == images.count ? total : 0
         }
         m.system = checker.tool
+        // The checker's CPU time is its processes' (the measuring thread only waits): averaged over the runs,
+        // since the runner keeps only the fastest run's wall time.
+        m.cpuSeconds = childCPU.withLock { $0 } / Double(max(1, runs))
         results.append(m)
+        FileHandle.standardError.write(Data(cpuComparison(results[0], m).utf8))
         return results
+    }
+
+    /// One line comparing CPU time per file: on a loaded machine (all 7 engineers' builds share 2 cores, and the
+    /// scheduler shares CPU per session) wall-time ratios swing with the load; CPU time per file barely does.
+    static func cpuComparison(_ ours: Measurement, _ checker: Measurement) -> String {
+        let oursPerFile = ours.cpuSeconds / Double(ours.operations), theirsPerFile = checker.cpuSeconds / Double(checker.operations)
+        func f(_ x: Double) -> String { String(format: "%.2f", x) }
+        return "  \(ours.caseName): CPU per file imgstore \(f(oursPerFile * 1e6)) µs, \(checker.system) "
+            + "\(f(theirsPerFile * 1e6)) µs: \(f(theirsPerFile / oursPerFile))× per CPU second (the table's ratio is wall time)\n"
     }
 }
 
@@ -110,8 +127,8 @@ enum Subprocess {
         return nil
     }
 
-    /// The exit status (or 128 + signal).
-    static func run(_ executable: String, _ arguments: [String]) -> Int32 {
+    /// The exit status (or 128 + signal) and the CPU time (user + system) the process used.
+    static func run(_ executable: String, _ arguments: [String]) -> (status: Int32, cpuSeconds: Double) {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -123,8 +140,11 @@ enum Subprocess {
         let rc = posix_spawn(&pid, executable, &actions, nil, argv, environ)
         if rc != 0 { fail("posix_spawn \(executable): \(String(cString: strerror(rc)))") }
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+        let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
         // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import (macros).
-        return status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        return (status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F), cpu)
     }
 }
