@@ -11,11 +11,25 @@ import Foundation
 public struct PrometheusExposition: Sendable {
     /// The text so far.
     public private(set) var text = ""
+    /// Whether only the store's own gauges are appended (`Scope.storeGauges`).
+    private var storeOnly = false
+
+    /// Which of a store's metrics to export.
+    public enum Scope: Sendable {
+        /// Everything: what a service exports about the store it runs.
+        case all
+        /// Only the gauges that describe the store on disk (entries, logical and file bytes), none
+        /// of this process's counters, memory tier or log: for a tool that opens the store just to read them, as
+        /// `imgstore-admin stats --prometheus` does for node_exporter's textfile collector.
+        case storeGauges
+    }
 
     public init() {}
 
     /// Adds a store's metrics, with `labels` on every sample.
-    public mutating func append(_ metrics: StoreMetrics, labels: [String: String] = [:]) {
+    public mutating func append(_ metrics: StoreMetrics, labels: [String: String] = [:], scope: Scope = .all) {
+        storeOnly = scope == .storeGauges
+        defer { storeOnly = false }
         let m = metrics
         family("gets_total", .counter, "Gets that returned an entry, by where it was found.", labels,
                [(["source": "log"], Double(m.getsFromLog)), (["source": "memory"], Double(m.getsFromMemory)),
@@ -32,6 +46,7 @@ public struct PrometheusExposition: Sendable {
         gauge("entries", "Entries in the store, expired ones not yet swept included.", labels, Double(m.entries))
         gauge("logical_bytes", "Sum of the entries' image sizes.", labels, Double(m.logicalBytes))
         gauge("file_bytes", "Disk space allocated to data.mdb.", labels, Double(m.fileBytes))
+        guard !storeOnly else { return }
         gauge("memory_entries", "Entries in the memory tier.", labels, Double(m.memoryEntries))
         gauge("memory_bytes", "Image bytes in the memory tier.", labels, Double(m.memoryBytes))
         gauge("log_segments", "Write-ahead log segments not yet retired.", labels, Double(m.logSegments))
@@ -80,11 +95,13 @@ public struct PrometheusExposition: Sendable {
     /// A family's HELP and TYPE lines and its samples (none: the lines alone, which is valid).
     private mutating func family(_ name: String, _ kind: Kind, _ help: String, _ labels: [String: String],
                                  _ samples: [([String: String], Double)]) {
+        guard kind == .gauge || !storeOnly else { return }
         header(name, kind, help)
         for (own, value) in samples { sample("imgstore_" + name, labels.merging(own) { _, new in new }, value) }
     }
 
     private mutating func histogram(_ name: String, _ help: String, _ labels: [String: String], _ histogram: HistogramSnapshot) {
+        guard !storeOnly else { return }
         header(name, .histogram, help)
         let full = "imgstore_" + name
         for bucket in histogram.buckets {
@@ -126,9 +143,9 @@ public struct PrometheusExposition: Sendable {
 
 extension StoreMetrics {
     /// These metrics in Prometheus' text format (see `PrometheusExposition`).
-    public func prometheusExposition(labels: [String: String] = [:]) -> String {
+    public func prometheusExposition(labels: [String: String] = [:], scope: PrometheusExposition.Scope = .all) -> String {
         var exposition = PrometheusExposition()
-        exposition.append(self, labels: labels)
+        exposition.append(self, labels: labels, scope: scope)
         return exposition.text
     }
 }
