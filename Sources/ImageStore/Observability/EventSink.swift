@@ -60,6 +60,5 @@ final class EventSink: Sendable {
         queue.sync {}
     }
 
-    // nonisolated(unsafe): DispatchSpecificKey is not Sendable, but it is immutable and only compared by identity.
-    private nonisolated(unsafe) static let onQueue = DispatchSpecificKey<Bool>()
+    private static let onQueue = DispatchSpecificKey<Bool>()
 }
