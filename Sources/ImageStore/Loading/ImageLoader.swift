@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -36,7 +37,8 @@ public final class ImageLoader: Sendable {
     private let transport: any ImageTransport
     private let limiter: DownloadLimiter
     private let validator = ImageValidator()
-    private let state = Mutex(State())
+    // LockedValue, not Mutex: ThreadSanitizer cannot see Mutex's futex on Linux (see Locking).
+    private let state = LockedValue(State())
     let counters = Counters()
 
     /// A loader over `store`, downloading with `transport` (default: a `URLSessionTransport`).
