@@ -21,6 +21,7 @@ packages=(
   python3-pil          # Pillow: CMYK JPEG fixtures, for Debian's python3
   xfsprogs             # mkfs.xfs, and xfs_io's shutdown: the power-loss test cuts power with it
   e2fsprogs            # mkfs.ext4: the power-loss test's other file system
+  prometheus           # promtool: checks the metrics exposition (PrometheusTests, StatsPrometheusTests); no daemon is started
 )
 
 missing=()

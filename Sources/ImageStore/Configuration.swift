@@ -80,6 +80,13 @@ extension ImageStore {
         /// applier (back-pressure). Default 256 MiB.
         public var maxUnappliedBytes: Int = 256 << 20
 
+        /// Receives what the store does and suffers in the background: every background
+        /// failure (sweeps, the disk budget, checkpoints, the applier, close), recoveries with
+        /// their report, quarantines, compactions, waits for the writer lock, and evictions in
+        /// batches. Called in order on a queue of the store's own, never on a caller's thread or
+        /// the writer queue, so it may log or block briefly; keep it short. Default nil.
+        public var eventHandler: (@Sendable (StoreEvent) -> Void)?
+
         /// Replaces the log's file layer, so tests can inject faults. Not public API.
         package var logFileSystem: any LogFileSystem = PosixLogFileSystem()
         /// When false, logged records are never applied to LMDB, so tests can crash a store

@@ -35,7 +35,8 @@ public final class ImageStore: Sendable {
     let policy: ExpiryPolicy
     private let normalizer: URLNormalizer
     private let validator: ImageValidator
-    let counters = StoreCounters()
+    /// Counters, gauges and the event seam (`Observability/`).
+    let counters: StoreCounters
     private let isClosed = Atomic<Bool>(false)
     private let identity: FileIdentity
 
@@ -47,6 +48,7 @@ public final class ImageStore: Sendable {
     ///   configuration field out of range), `storage` (a closed descriptor 0-2 cannot be filled).
     public init(path: String, configuration: Configuration = .init()) throws(ImageStoreError) {
         try configuration.validate()
+        counters = StoreCounters(eventHandler: configuration.eventHandler, clock: configuration.clock)
         try StandardDescriptors.reserve(path: path)
         if configuration.readOnly {
             var isDirectory: ObjCBool = false
@@ -69,12 +71,13 @@ public final class ImageStore: Sendable {
             let writerLock: WriterLock?
             (tier, writerLock) = try DurableTier.open(path: path, configuration: configuration)
             if let writerLock {
+                if writerLock.waitedSeconds > 0 { counters.events.emit(.waitedForWriterLock(seconds: writerLock.waitedSeconds)) }
                 let maintenance = StoreMaintenance(
                     tier: tier, policy: policy, counters: counters, clock: { Self.milliseconds(clock()) },
                     onRemoved: { memory?.invalidate($0) })
                 self.maintenance = maintenance
                 writes = try WritePath(
-                    tier: tier, writerLock: writerLock, configuration: configuration,
+                    tier: tier, writerLock: writerLock, configuration: configuration, counters: counters,
                     changed: { batch in
                         guard let memory else { return }
                         if batch.contains(where: { if case .deleteAll = $0.entry { true } else { false } }) {
@@ -83,7 +86,10 @@ public final class ImageStore: Sendable {
                             memory.invalidate(batch.compactMap(\.entry.cacheKey))
                         }
                     },
-                    afterApply: { try? maintenance.enforceBudget() })
+                    afterApply: { [counters, tier] in
+                        counters.events.attempt(.diskBudget) { () throws(ImageStoreError) in try maintenance.enforceBudget() }
+                        counters.refreshSizes(tier)
+                    })
                 if let interval = configuration.sweepInterval { maintenance.startSweeping(every: interval) }
             } else {
                 maintenance = nil
@@ -93,6 +99,7 @@ public final class ImageStore: Sendable {
             _ = Self.openStores.withLock { $0.remove(identity) }
             throw error
         }
+        counters.refreshSizes(tier)
         self.path = path
         self.configuration = configuration
         self.validator = ImageValidator(limits: configuration.rejectTrailingBytes ? .strict : .default)
@@ -117,10 +124,14 @@ public final class ImageStore: Sendable {
     public func close() {
         guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         maintenance?.stop()
-        if let maintenance { try? writes?.settle(); tier.writer.sync { try? maintenance.persistAccess() } }
+        if let maintenance {
+            counters.events.attempt(.closing) { () throws(ImageStoreError) in try writes?.settle() }
+            tier.writer.sync { counters.events.attempt(.persistingAccess) { () throws(ImageStoreError) in try maintenance.persistAccess() } }
+        }
         writes?.close()
         tier.drainWrites()
         _ = Self.openStores.withLock { $0.remove(identity) }
+        counters.events.drain()  // the handler has heard every failure of the close before it returns
     }
 
     /// An entry lifetime meaning "never expires", for `put(_:for:ttl:)`.
@@ -239,6 +250,7 @@ public final class ImageStore: Sendable {
         guard try record(cacheKey: cacheKey) != nil else { return false }
         try tier.checkWritable(cacheKey: cacheKey, record: nil)
         try writes.append(.delete(cacheKey: cacheKey), durability: try resolved(durability))
+        counters.removes.wrappingAdd(1, ordering: .relaxed)
         return true
     }
 
@@ -263,14 +275,15 @@ public final class ImageStore: Sendable {
         let now = Self.milliseconds(configuration.clock())  // one clock read per get
         let found: (EntryRecord, Data)?
         var source = StoredImage.Source.disk
+        var read = StoreCounters.Read.disk
         do {
             switch writes?.index.lookup(cacheKey) ?? .unknown {
-            case let .put(record, data): found = (record, data)
+            case let .put(record, data): (found, read) = ((record, data), .pendingLog)
             case .deleted: found = nil
             case .unknown:
                 if let hit = memory?.entry(cacheKey), allowingStale || !isExpired(hit.record, now: now) {
                     found = (hit.record, hit.data)
-                    source = .memory
+                    (source, read) = (.memory, .memory)
                 } else {
                     let generation = memory?.currentGeneration ?? 0
                     found = try tier.get(cacheKey: cacheKey)
@@ -284,11 +297,12 @@ public final class ImageStore: Sendable {
             throw error
         }
         guard let (record, data) = found, allowingStale || !isExpired(record, now: now) else {
-            counters.misses.add(1, ordering: .relaxed)
+            counters.count(.miss)
             return nil
         }
-        counters.hits.add(1, ordering: .relaxed)
+        counters.count(read)
         let stale = isExpired(record, now: now)
+        if stale { counters.count(.stale) }
         if !stale && policy.tracksAccess { maintenance?.tracker.touch(cacheKey, at: now) }
         var info = Self.info(record)
         if let expiresAt = effectiveExpiry(record) { info.expiresAt = Self.date(expiresAt) }
@@ -338,15 +352,14 @@ public final class ImageStore: Sendable {
         do { environment = try tier.environment.statistics() } catch {
             throw .from(error, path: path, operation: "reading statistics", maxMapSize: tier.maxMapSize)
         }
-        var status = stat()
-        let fileBytes = stat(path + "/data.mdb", &status) == 0 ? Int(status.st_blocks) * 512 : 0
+        let fileBytes = FileSystem.allocatedBytes(atPath: path + "/data.mdb") ?? 0
         let expired = try tier.expiredSummary(now: Self.milliseconds(configuration.clock()))
         let memoryStats = memory?.statistics ?? MemoryCacheStatistics()
         return StoreStatistics(
             entryCount: entryCount, logicalBytes: logicalBytes, fileBytes: fileBytes,
             usedBytes: environment.usedBytes, mapSize: environment.mapSize, maxMapSize: tier.maxMapSize,
-            puts: counters.puts.load(ordering: .relaxed), hits: counters.hits.load(ordering: .relaxed),
-            misses: counters.misses.load(ordering: .relaxed),
+            puts: counters.puts.load(ordering: .relaxed),
+            hits: counters.total(.pendingLog) + counters.total(.memory) + counters.total(.disk), misses: counters.total(.miss),
             corruptReads: counters.corruptReads.load(ordering: .relaxed),
             expiredEntries: expired.count, expiredBytes: expired.bytes, occupiedBytes: try tier.occupiedBytes(),
             maxDiskBytes: configuration.maxDiskBytes,
@@ -406,6 +419,7 @@ public final class ImageStore: Sendable {
             return facts
         case .failure(let error):
             if error.isUnknownFormat && configuration.validation == .acceptUnknownFormats { return nil }
+            counters.rejected(error.kind.rawValue)
             throw .invalidImage(url: URLNormalizer.excerpt(url), reason: error.description)
         }
     }
@@ -436,14 +450,4 @@ public final class ImageStore: Sendable {
 
     /// Directories open in this process (by device and inode), to refuse a second open.
     private static let openStores = LockedValue<Set<FileIdentity>>([])
-}
-
-/// This process's counters for one store.
-final class StoreCounters: Sendable {
-    let expiredEvictions = Atomic<Int>(0)
-    let budgetEvictions = Atomic<Int>(0)
-    let puts = Atomic<Int>(0)
-    let hits = Atomic<Int>(0)
-    let misses = Atomic<Int>(0)
-    let corruptReads = Atomic<Int>(0)
 }

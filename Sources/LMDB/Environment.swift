@@ -319,11 +319,17 @@ package final class Environment: Sendable {
 
     /// The address at which `env` mapped its data file, found in `/proc/self/maps` by the
     /// file's inode (LMDB does not say: `me_mapaddr` is only set for `MDB_FIXEDMAP`).
+    /// This process's memory map listing, or nil when it cannot be read (no /proc).
+    private static func procSelfMaps() -> String? {
+        do { return try String(contentsOfFile: "/proc/self/maps", encoding: .utf8) } catch { return nil }
+    }
+
     private static func mapStart(of env: OpaquePointer) -> UInt? {
         var fd: Int32 = -1
         var status = stat()
-        guard mdb_env_get_fd(env, &fd) == 0, fstat(fd, &status) == 0,
-              let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else { return nil }
+        // Not a failure to report: without the map's address, transactions get wide-open bounds
+        // (see `beginTransaction`'s `mapStart == nil` case), which only skips the range checks.
+        guard mdb_env_get_fd(env, &fd) == 0, fstat(fd, &status) == 0, let maps = procSelfMaps() else { return nil }
         var info = MDB_envinfo()
         mdb_env_info(env, &info)
         // "start-end perms offset dev inode path": the data file's mapping with the map's length.

@@ -7,8 +7,8 @@ import Synchronization
 /// - keeps ``Configuration/countLimit`` and ``Configuration/totalCostLimit`` after *every* operation: keys are spread
 ///   by hash over ``Configuration/effectiveShardCount`` independently locked shards, each holds a fixed share of both
 ///   limits (the shares sum to the limits) and evicts before its lock is released;
-/// - evicts in a defined order, per shard: W-TinyLFU by default (``Policy/tinyLFU``: recency *and* frequency, the
-///   policy of Caffeine), or exact LRU (``Policy/lru``). With `shardCount: 1` the order is over all keys;
+/// - evicts in a defined order, per shard: W-TinyLFU by default (``MemoryCachePolicy/tinyLFU``: recency *and* frequency, the
+///   policy of Caffeine), or exact LRU (``MemoryCachePolicy/lru``). With `shardCount: 1` the order is over all keys;
 /// - requires a positive cost for every entry and refuses entries above the per-entry cap;
 /// - never returns an entry whose `expiresAt` has passed;
 /// - does get, set and remove in O(1) (amortised, for the frequency sketch's ageing).
@@ -79,7 +79,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     // MARK: - Reading
 
     /// The value for `key`, or `nil`. A hit counts as a use (most recently used; for W-TinyLFU also more frequent);
-    /// an entry whose `expiresAt` has passed is removed (reason ``EvictionReason/expired``) and reads as a miss.
+    /// an entry whose `expiresAt` has passed is removed (reason ``MemoryCacheEvictionReason/expired``) and reads as a miss.
     @inlinable
     public func value(forKey key: Key) -> Value? {
         // The clock is read through `self` only for entries that can expire: copying the closure out would retain
@@ -124,11 +124,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// Stores `value` under `key` as the most recently used entry, replacing any older value (the replaced value is
     /// not reported to `onEviction`), then evicts from the shard until the limits hold (under W-TinyLFU the new entry
     /// itself may lose admission to a more frequently used one and be evicted at once, reason
-    /// ``EvictionReason/capacity``).
+    /// ``MemoryCacheEvictionReason/capacity``).
     ///
     /// The entry is refused — and any older value under `key` dropped, so a stale value is never served after an
-    /// overwrite — if `cost` is above the per-entry cap (reason ``EvictionReason/costCap``) or `expiresAt` is not
-    /// after ``Configuration/now`` (reason ``EvictionReason/expired``).
+    /// overwrite — if `cost` is above the per-entry cap (reason ``MemoryCacheEvictionReason/costCap``) or `expiresAt` is not
+    /// after ``Configuration/now`` (reason ``MemoryCacheEvictionReason/expired``).
     ///
     /// - Parameters:
     ///   - cost: the entry's cost, for images their byte count. Must be > 0: a cost is never silently zero (traps).
@@ -149,7 +149,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         report(evicted)
     }
 
-    /// Removes and returns the value for `key` (reason ``EvictionReason/removed``), or returns `nil`.
+    /// Removes and returns the value for `key` (reason ``MemoryCacheEvictionReason/removed``), or returns `nil`.
     @inlinable @discardableResult
     public func removeValue(forKey key: Key) -> Value? {
         let hash = key.hashValue
@@ -158,14 +158,14 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         return removed
     }
 
-    /// Removes every entry (reason ``EvictionReason/removed``). Shards are emptied one after another: an entry set
+    /// Removes every entry (reason ``MemoryCacheEvictionReason/removed``). Shards are emptied one after another: an entry set
     /// concurrently may survive.
     public func removeAll() {
         forEachShard { state, evicted, collect in state.removeAll(reason: .removed, evicted: &evicted, collect: collect)
         }
     }
 
-    /// Removes every entry whose `expiresAt` is not after ``Configuration/now`` (reason ``EvictionReason/expired``).
+    /// Removes every entry whose `expiresAt` is not after ``Configuration/now`` (reason ``MemoryCacheEvictionReason/expired``).
     /// O(n); expired entries are otherwise removed only when read.
     public func removeExpired() {
         let now = self.now()
@@ -173,7 +173,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     }
 
     /// Evicts entries in eviction order (LRU: least recently used first; W-TinyLFU: probation, then protected, then
-    /// window, each least recently used first; reason ``EvictionReason/capacity``) until the total cost is at most
+    /// window, each least recently used first; reason ``MemoryCacheEvictionReason/capacity``) until the total cost is at most
     /// `cost`.
     /// Each shard is trimmed to its share of `cost`, so the total may end somewhat below it.
     public func trim(toCost cost: Int) {
@@ -186,7 +186,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         }
     }
 
-    /// Evicts entries in eviction order (see ``trim(toCost:)``; reason ``EvictionReason/capacity``) until at most
+    /// Evicts entries in eviction order (see ``trim(toCost:)``; reason ``MemoryCacheEvictionReason/capacity``) until at most
     /// `count` remain.
     /// Each shard is trimmed to its share of `count`, so the total may end somewhat below it.
     public func trim(toCount count: Int) {

@@ -1,15 +1,25 @@
 import Foundation
 import ImageStore
 
-/// `stats [--json]`: the store's counts and sizes.
+/// `stats [--json | --prometheus]`: the store's counts and sizes.
 enum StatsCommand: AdminCommand {
     static let spec = CommandSpec(
         name: "stats", summary: "Print the store's entry count, logical and on-disk bytes, and map size.",
-        arguments: "", options: [OptionSpec(name: "--json", help: "print one JSON object")], positional: 0...0,
+        arguments: "",
+        options: [
+            OptionSpec(name: "--json", help: "print one JSON object"),
+            OptionSpec(name: "--prometheus", help: "print the store's gauges in Prometheus' text format (node_exporter's textfile collector)"),
+        ],
+        positional: 0...0,
         details: """
             Facts about the store only: this process's own counters (hits, misses) say nothing about a
             store a service uses, so they are left out. "disk bytes" is what the store directory takes
             on disk: data.mdb, lock.mdb, every log segment (spare ones included) and writer.lock.
+            --prometheus prints the store's gauges of ImageStore.metrics (entries, logical and file
+            bytes) labelled store="PATH", for a cron job that writes them where node_exporter's
+            textfile collector reads (write to a temporary file and rename it, so the collector never
+            reads half a file). A service exports its counters itself, with
+            StoreMetrics.prometheusExposition().
             """)
 
     /// The `--json` object: facts about the store, none about this process.
@@ -31,7 +41,16 @@ enum StatsCommand: AdminCommand {
     }
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
-        let facts = try facts(of: try context.openStore(.read))
+        if arguments.has("--json") && arguments.has("--prometheus") {
+            throw ArgumentParser.usage("--json and --prometheus cannot be used together")
+        }
+        let store = try context.openStore(.read)
+        if arguments.has("--prometheus") {
+            let text = store.metrics.prometheusExposition(labels: ["store": store.path], scope: .storeGauges)
+            context.print(String(text.dropLast()))  // print adds the final newline
+            return
+        }
+        let facts = try facts(of: store)
         context.print(arguments.has("--json") ? JSONOutput.line(facts) : describe(facts))
     }
 

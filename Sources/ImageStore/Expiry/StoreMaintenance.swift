@@ -48,8 +48,9 @@ final class StoreMaintenance: Sendable {
         }
         let removal = try tier.sweepExpired(now: clock(), batchSize: policy.sweepBatchSize, dryRun: dryRun)
         if !dryRun {
-            counters.expiredEvictions.add(removal.cacheKeys.count, ordering: .relaxed)
+            counters.evicted(.expired, entries: removal.cacheKeys.count, bytes: removal.bytes)
             onRemoved(removal.cacheKeys)
+            counters.refreshSizes(tier)
         }
         return SweepReport(entries: removal.cacheKeys.count, bytes: removal.bytes, batches: removal.batches)
     }
@@ -62,7 +63,7 @@ final class StoreMaintenance: Sendable {
         guard let budget = policy.budget, try tier.budgetedBytes() > budget.high else { return }
         try persistAccess()
         let removal = try tier.evict(downTo: budget.low, batchSize: policy.sweepBatchSize)
-        counters.budgetEvictions.add(removal.cacheKeys.count, ordering: .relaxed)
+        counters.evicted(.budget, entries: removal.cacheKeys.count, bytes: removal.bytes)
         onRemoved(removal.cacheKeys)
     }
 
@@ -70,7 +71,10 @@ final class StoreMaintenance: Sendable {
     func startSweeping(every interval: TimeInterval) {
         let source = DispatchSource.makeTimerSource(queue: tier.writer)
         source.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(Int(interval * 100)))
-        source.setEventHandler { [weak self] in _ = try? self?.sweep(dryRun: false) }
+        source.setEventHandler { [weak self] in
+            guard let self else { return }
+            counters.events.attempt(.sweep) { () throws(ImageStoreError) in _ = try sweep(dryRun: false) }
+        }
         timerLock.withLock {
             timer = source
             source.resume()

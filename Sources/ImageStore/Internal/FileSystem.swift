@@ -13,6 +13,14 @@ package enum FileSystem {
         return Int(info.f_bavail) * Int(info.f_frsize)
     }
 
+    /// Disk bytes allocated to the file at `path` (its blocks, so a sparse file counts what it
+    /// really takes); nil when it cannot be stat'ed.
+    static func allocatedBytes(atPath path: String) -> Int? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return Int(status.st_blocks) * 512
+    }
+
     // MARK: - fsync
 
     /// Makes the file or directory at `path` durable: opens it read-only and `fsync`s it. For a

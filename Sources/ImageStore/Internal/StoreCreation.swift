@@ -36,7 +36,7 @@ enum StoreCreation {
         guard let file = FileHandle(forReadingAtPath: path + "/data.mdb") else {
             return FileManager.default.fileExists(atPath: path + "/data.mdb") ? .present : .missing
         }
-        defer { try? file.close() }
+        defer { file.closeFile() }  // read-only: closing cannot lose anything
         while true {
             let chunk: Data?
             do { chunk = try file.read(upToCount: 1 << 20) } catch { return .present }
@@ -52,7 +52,9 @@ enum StoreCreation {
     /// - Throws: `notWritable` when it cannot be removed.
     static func discardBlankDataFile(in path: String) throws(ImageStoreError) {
         let file = path + "/data.mdb"
-        guard let size = (try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int, size > 0 else { return }
+        // One that cannot be stat'ed is not removed: LMDB's open then reports why it cannot be read.
+        var status = stat()
+        guard stat(file, &status) == 0, status.st_size > 0 else { return }
         do { try FileManager.default.removeItem(atPath: file) } catch {
             throw .notWritable(path: path, reason: "its all-zero data file from an unfinished creation cannot be removed (\(error.localizedDescription))")
         }
@@ -70,7 +72,8 @@ enum StoreCreation {
     /// `found` says what is missing; `foreign` is what `notAStore` says the file holds.
     static func missingMetadata(_ txn: borrowing Transaction, path: String, found: String, foreign: String) -> ImageStoreError {
         let ours = StoreFormat.dataDatabases.filter { name in
-            (try? txn.openDatabase(named: name, create: false)) != nil
+            // Any error opening it (MDB_NOTFOUND above all) means it is not there to count.
+            do { _ = try txn.openDatabase(named: name, create: false); return true } catch { return false }
         }
         if !ours.isEmpty {
             return .corruptStore(path: path, detail: "its LMDB file holds imgstore's databases (\(ours.joined(separator: ", "))) but \(found)")

@@ -41,8 +41,9 @@ enum StoreDirectory {
     /// Describes what a directory without `data.mdb` holds, or nil when it holds nothing
     /// (a directory with only a stale `lock.mdb` counts as empty).
     static func describeForeignContents(_ path: String) -> String? {
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [])
-            .filter { !storeFiles.contains($0) && !$0.hasPrefix("wal-") }.sorted()
+        // A directory that cannot be listed shows nothing foreign: opening then fails on it with
+        // the reason (LMDB cannot create its files), so nothing is hidden here.
+        let names = listing(path).filter { !storeFiles.contains($0) && !$0.hasPrefix("wal-") }.sorted()
         guard !names.isEmpty else { return nil }
         let shown = names.prefix(3).joined(separator: ", ")
         return names.count == 1 ? "a file named \(shown)" : "\(names.count) files such as \(shown)"
@@ -51,8 +52,13 @@ enum StoreDirectory {
     /// The write-ahead log segments (not spares) in the store directory at `path`, by name.
     /// An unreadable directory lists none; opening reports that itself.
     static func logSegments(in path: String) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [])
-            .filter { $0.hasPrefix("wal-") && !$0.hasPrefix("wal-spare-") }.sorted()
+        listing(path).filter { $0.hasPrefix("wal-") && !$0.hasPrefix("wal-spare-") }.sorted()
+    }
+
+    /// The names in `path`, or none when it cannot be listed (the callers' documented choice:
+    /// each says what an unreadable directory means for it).
+    static func listing(_ path: String) -> [String] {
+        do { return try FileManager.default.contentsOfDirectory(atPath: path) } catch { return [] }
     }
 
     private static func describe(_ error: any Error) -> String {

@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// An async counting semaphore: at most `limit` downloads hold a slot; the rest wait in FIFO
 /// order without blocking a thread. A waiter whose task is cancelled leaves the queue at once.
@@ -13,11 +13,12 @@ final class DownloadLimiter: Sendable {
         var waiters: [(id: Int, continuation: CheckedContinuation<Bool, Never>)] = []
     }
 
-    private let state: Mutex<State>
+    // LockedValue, not Mutex: ThreadSanitizer cannot see Mutex's futex on Linux (see Locking).
+    private let state: LockedValue<State>
 
     init(limit: Int) {
         precondition(limit > 0, "the download limit must be positive")
-        state = Mutex(State(available: limit))
+        state = LockedValue(State(available: limit))
     }
 
     /// Waits for a slot; false when the task was cancelled first (no slot is then held).

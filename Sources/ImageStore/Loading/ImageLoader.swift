@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -36,8 +37,9 @@ public final class ImageLoader: Sendable {
     private let transport: any ImageTransport
     private let limiter: DownloadLimiter
     private let validator = ImageValidator()
-    private let state = Mutex(State())
-    private let counters = Counters()
+    // LockedValue, not Mutex: ThreadSanitizer cannot see Mutex's futex on Linux (see Locking).
+    private let state = LockedValue(State())
+    let counters = Counters()
 
     /// A loader over `store`, downloading with `transport` (default: a `URLSessionTransport`).
     /// The loader does not own the store: close it after the loader's last load.
@@ -68,7 +70,7 @@ public final class ImageLoader: Sendable {
         guard !Task.isCancelled else { throw .cancelled }
         // Spellings of one URL (case of scheme and host, default port, fragment) share one
         // download and one negative-cache entry: work with the store's normal form from here.
-        let url = (try? store.keys(for: url).url) ?? url
+        let url = try normalized(url)
         let requestURL = try Self.requestURL(url)
         let stored = try readStore(url)
         if let stored, !stored.isStale, let image = image(from: stored, url: url, source: stored.source == .memory ? .memory : .disk) { return image }
@@ -91,7 +93,7 @@ public final class ImageLoader: Sendable {
             await withTaskGroup(of: Void.self) { group in
                 for (index, url) in urls.enumerated() {
                     if index >= width { await group.next() }
-                    group.addTask { _ = try? await self.load(url) }
+                    group.addTask { await self.prefetchOne(url) }
                 }
             }
         }
@@ -152,6 +154,7 @@ public final class ImageLoader: Sendable {
             state.flights[url] = nil
             return Array(flight.waiters.values)
         }
+        if case let .failure(error) = result { counters.failed(error) }
         for waiter in waiters { waiter.resume(returning: result) }
     }
 
@@ -256,7 +259,7 @@ public final class ImageLoader: Sendable {
         clearFailure(for: url)
         guard freshness.isStorable else {
             // The origin forbids keeping this response, and an older copy must not outlive it.
-            if stored != nil { _ = try? store.remove(url) }
+            if stored != nil { store.counters.events.attempt(.removingUncacheable) { () throws(ImageStoreError) in _ = try store.remove(url) } }
             return .success(LoadedImage(url: url, data: body, facts: facts, source: .network, expiresAt: nil,
                                         isStored: false, staleReason: nil))
         }
@@ -330,7 +333,11 @@ public final class ImageLoader: Sendable {
     /// A stored entry as a loaded image; nil when it cannot be one (stored unvalidated and
     /// not an image), so the caller downloads it again.
     private func image(from stored: StoredImage, url: String, source: LoadedImage.Source) -> LoadedImage? {
-        guard let facts = stored.info.image ?? (try? validator.validate(stored.data, mode: .structure)) else { return nil }
+        let facts: ImageFacts
+        if let known = stored.info.image { facts = known } else {
+            // Stored unvalidated and not an image: not a failure, the caller downloads it again.
+            do { facts = try validator.validate(stored.data, mode: .structure) } catch { return nil }
+        }
         return LoadedImage(url: url, data: stored.data, facts: facts, source: source, expiresAt: stored.info.expiresAt,
                            isStored: true, staleReason: nil)
     }
@@ -453,5 +460,7 @@ extension ImageLoader {
         let negativeHits = Atomic<Int>(0)
         let staleServed = Atomic<Int>(0)
         let bytes = Atomic<Int>(0)
+        let failures = LoaderFailureCounts()
+        func failed(_ error: ImageLoaderError) { failures.count(error) }
     }
 }

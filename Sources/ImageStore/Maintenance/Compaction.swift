@@ -99,8 +99,10 @@ extension ImageStore {
                 try swapInCompactedCopy()
             }
         }
-        return CompactionReport(bytesBefore: before, bytesAfter: Self.fileBytes(path), expiredPurged: expired,
-                                quarantinePurged: quarantined, seconds: Date().timeIntervalSince(started), dryRun: false)
+        let report = CompactionReport(bytesBefore: before, bytesAfter: Self.fileBytes(path), expiredPurged: expired,
+                                      quarantinePurged: quarantined, seconds: Date().timeIntervalSince(started), dryRun: false)
+        counters.events.emit(.compacted(report))
+        return report
     }
 
     /// Throws when another process has the store open.
@@ -151,8 +153,5 @@ extension ImageStore {
         precondition(reopened == expected, "database handles changed across compaction")
     }
 
-    private static func fileBytes(_ path: String) -> Int {
-        var status = stat()
-        return stat(path + "/data.mdb", &status) == 0 ? Int(status.st_blocks) * 512 : 0
-    }
+    private static func fileBytes(_ path: String) -> Int { FileSystem.allocatedBytes(atPath: path + "/data.mdb") ?? 0 }
 }

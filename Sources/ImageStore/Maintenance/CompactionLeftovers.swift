@@ -41,7 +41,7 @@ enum CompactionLeftovers {
     /// Paths in `directory` named `<prefix>.compacting-<pid>` whose compaction is not running.
     private static func leftovers(in directory: String, prefix: String) -> [String] {
         // A directory that cannot be listed holds nothing this process could remove either.
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        let names = StoreDirectory.listing(directory)
         return names.compactMap { name in
             guard name.hasPrefix(prefix + marker), let pid = pid_t(name.dropFirst(prefix.count + marker.count)),
                   pid > 0, pid == getpid() || !isAlive(pid) else { return nil }

@@ -42,6 +42,7 @@ extension ImageStore {
                     let result = try tier.verify(tierOptions)
                     if !result.findings.isEmpty {
                         memory?.invalidate(try tier.repair(result.findings, now: Self.milliseconds(configuration.clock())))
+                        counters.quarantined(result.findings)
                     }
                     return result
                 }

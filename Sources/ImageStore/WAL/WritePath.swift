@@ -18,6 +18,8 @@ final class WritePath: Sendable {
     /// Room left in the map, so `put` can refuse what cannot fit before logging it (an
     /// acknowledged put must be appliable).
     private let space: MapSpace
+    /// Metrics and the event seam (`Observability/`).
+    private let counters: StoreCounters
 
     /// Keeps the writer lock (taken by `DurableTier.open`), recovers the log into LMDB,
     /// checkpoints, and starts a new log.
@@ -26,7 +28,7 @@ final class WritePath: Sendable {
     /// Housekeeping to run after each applied batch, on the writer queue (the disk budget).
     private let afterApply: @Sendable () -> Void
 
-    init(tier: DurableTier, writerLock: WriterLock, configuration: ImageStore.Configuration,
+    init(tier: DurableTier, writerLock: WriterLock, configuration: ImageStore.Configuration, counters: StoreCounters,
          changed: @escaping @Sendable ([SequencedEntry]) -> Void,
          afterApply: @escaping @Sendable () -> Void) throws(ImageStoreError) {
         self.afterApply = afterApply
@@ -34,7 +36,8 @@ final class WritePath: Sendable {
         let directory = tier.path
         self.tier = tier
         self.directory = directory
-        self.fileSystem = configuration.logFileSystem
+        self.counters = counters
+        self.fileSystem = TimedLogFileSystem(base: configuration.logFileSystem, metrics: counters.log)
         lock = LockedValue(writerLock)  // taken by DurableTier.open, before any LMDB write
 
         // Recovery: replay what LMDB lacks, then checkpoint it all away.
@@ -59,7 +62,7 @@ final class WritePath: Sendable {
         let applier = LogApplier(
             tier: tier, index: index, appliedSequence: appliedNow,
             released: { relay.log?.released($0) },
-            stopped: { relay.log?.stop(with: $0) },
+            stopped: { relay.log?.stop(with: $0); counters.events.emit(.backgroundFailure(.applying, error: $0)) },
             afterBatch: { batch in relay.afterBatch?(batch) }, changed: changed)
         self.applier = applier
         let options = WriteAheadLog.Options(
@@ -69,12 +72,13 @@ final class WritePath: Sendable {
         do {
             log = try WriteAheadLog(
                 options: options, firstSegment: ((segments + spares).max() ?? 0) + 1, nextSequence: appliedNow + 1,
-                onWritten: { [applyLog = configuration.applyLog] in if applyLog { applier.enqueue($0) } },
+                onWritten: { [applyLog = configuration.applyLog] in counters.log.written($0); if applyLog { applier.enqueue($0) } },
                 onFailed: { index.discard($0) })
         } catch {
             throw Self.map(error, directory: directory)
         }
         relay.set(log: log) { [weak self] batch in self?.afterBatch(batch) }
+        counters.events.emit(.recovered(report))
     }
 
     private static func batchInterval(_ durability: Durability) -> TimeInterval {
@@ -127,17 +131,17 @@ final class WritePath: Sendable {
     /// replay; then releases the writer lock. Best effort after a failure: what could not be
     /// applied stays in the log for the next open.
     func close() {
-        _ = try? settle()  // a failure is the log's or the applier's state, checked below
+        counters.events.attempt(.closing) { () throws(ImageStoreError) in try settle() }
         // Closing the log writes what appends raced in after the settle, and waits for them.
         let last = log.close()
-        let settled = (try? applier.waitUntilApplied(log.status().writtenSequence)) != nil
+        let settled = counters.events.attempt(.closing) { () throws(ImageStoreError) in try applier.waitUntilApplied(log.status().writtenSequence) }
         if settled && applier.failure == nil && log.failure == nil {
             let applied = applier.appliedSequence
             var segments = log.takeCheckpointableSegments(appliedSequence: applied)
             if let last, last.lastSequence <= applied { segments.append(last.number) }
             // What is not retired stays on disk, below applied-seq: the next open skips it.
-            try? ImageStoreError.rethrowing(path: directory, operation: "checkpointing on close") {
-                try tier.writer.sync { try checkpoint(segments) }
+            counters.events.attempt(.closing) { () throws(ImageStoreError) in
+                try ImageStoreError.rethrowing(path: directory, operation: "checkpointing on close") { try tier.writer.sync { try checkpoint(segments) } }
             }
         }
         lock.withLock { $0 = nil }
@@ -156,12 +160,13 @@ final class WritePath: Sendable {
         afterApply()
         let need = batch.reduce(0) { $0 + MapSpace.need($1.entry) }
         // A failed measurement counts the batch as using all it reserved (never an over-estimate).
-        space.applied(need: need, measured: space.wantsMeasurement ? try? tier.availableBytes() : nil)
+        space.applied(need: need, measured: space.wantsMeasurement ? counters.events.value(.measuring) { () throws(ImageStoreError) in try tier.availableBytes() } : nil)
         guard let applied = batch.last?.sequence else { return }
+        counters.log.applied(through: applied)
         let done = log.takeCheckpointableSegments(appliedSequence: applied)
         // A failure puts the segments back for the next checkpoint to retire; nothing is lost
         // meanwhile (LMDB holds their records, and they stay on disk).
-        try? checkpoint(done)
+        counters.events.attempt(.checkpoint) { () throws(ImageStoreError) in try checkpoint(done) }
     }
 
     /// Checkpoints `segments` (taken from the log); whatever a failure leaves unretired goes
@@ -175,6 +180,7 @@ final class WritePath: Sendable {
             // Fail-stop: retrying a failed writeback is unsafe (the kernel may have dropped the
             // pages, as with the log's fsync). The log keeps every record; reopening recovers.
             log.putBack(segments)
+            counters.log.checkpointFailures.wrappingAdd(1, ordering: .relaxed)
             applier.fail(error)
             throw error
         }
@@ -183,8 +189,10 @@ final class WritePath: Sendable {
             try Self.checkpoint(tier: tier, segments: &unretired, directory: directory, fileSystem: fileSystem)
         } catch {
             log.putBack(unretired)
+            counters.log.checkpointFailures.wrappingAdd(1, ordering: .relaxed)
             throw error
         }
+        counters.log.checkpoints.wrappingAdd(1, ordering: .relaxed)
     }
 
     /// LMDB synced (meta page included), then the segments retired, then the directory synced.

@@ -9,6 +9,8 @@ import Glibc
 final class WriterLock: Sendable {
     static let fileName = "writer.lock"
     private let fd: Int32
+    /// Seconds the lock looked held before it was taken (0 when it was free at once).
+    let waitedSeconds: Double
 
     /// Takes the lock, or throws `writerLocked` naming the pid that holds it.
     init(directory: String) throws(ImageStoreError) {
@@ -18,21 +20,34 @@ final class WriterLock: Sendable {
         // A lock just released can look held for a moment: a child process another thread is
         // spawning holds a copy of every descriptor until its exec closes it. Retry briefly
         // before calling the store someone else's.
-        let deadline = Date(timeIntervalSinceNow: 0.5)
+        let started = Date()
+        let deadline = started.addingTimeInterval(0.5)
         var locked = flock(fd, LOCK_EX | LOCK_NB) == 0
+        var retried = false
         while !locked && errno == EWOULDBLOCK && Date() < deadline {
+            retried = true
             usleep(10_000)
             locked = flock(fd, LOCK_EX | LOCK_NB) == 0
         }
         guard locked else {
-            let holder = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+            let holder = Self.holder(path)
             close(fd)
-            throw .writerLocked(path: directory, holder: holder.map { $0.isEmpty ? "pid unknown" : "pid \($0)" } ?? "pid unknown")
+            throw .writerLocked(path: directory, holder: holder)
         }
         let pid = "\(getpid())\n"
         ftruncate(fd, 0)
         _ = pid.withCString { pwrite(fd, $0, strlen($0), 0) }
         self.fd = fd
+        waitedSeconds = retried ? Date().timeIntervalSince(started) : 0
+    }
+
+    /// Who holds the lock, for the error: "pid N", or why that is unknown.
+    private static func holder(_ path: String) -> String {
+        let pid: String
+        do { pid = try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) } catch {
+            return "pid unknown (\(WriterLock.fileName) cannot be read: \((error as NSError).localizedDescription))"
+        }
+        return pid.isEmpty ? "pid unknown" : "pid \(pid)"
     }
 
     deinit {
