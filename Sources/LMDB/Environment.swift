@@ -1,4 +1,5 @@
 import CLMDB
+import CLMDBGuard
 import Foundation
 import Locking
 import Synchronization
@@ -157,7 +158,7 @@ package final class Environment: Sendable {
             var fd: mdb_filehandle_t = -1
             try check(mdb_env_get_fd(env, &fd))
             guard fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC) == 0 else { throw LMDBError(code: errno) }
-            try checkDataFileLength(env, path: path, length: lengthBeforeOpen ?? dataFileLength(path))
+            try checkDataFileLength(env, length: { lengthBeforeOpen ?? dataFileLength(path) })
             var dead: Int32 = 0
             if options.clearsStaleReaders { try check(mdb_reader_check(env, &dead)) }
         } catch {
@@ -175,18 +176,80 @@ package final class Environment: Sendable {
         return try lockFile.otherHolder()
     }
 
-    /// Throws `MDB_CORRUPTED` when `data.mdb` is shorter than the pages its newest meta page says
-    /// are in use. LMDB maps the file and trusts the meta page, so without this check the first
-    /// read of a page past the end of a truncated file is a SIGBUS instead of an error.
-    private static func checkDataFileLength(_ env: OpaquePointer, path: String, length: Int?) throws(LMDBError) {
-        var info = MDB_envinfo()
+    /// Throws `MDB_CORRUPTED` when `data.mdb` is shorter than the pages a tree can reach. LMDB
+    /// maps the file and trusts the meta page, so without this check the first read of a page
+    /// past the end of a truncated file is a SIGBUS instead of an error.
+    ///
+    /// A file shorter than the pages in use (`me_last_pgno + 1`) is not damage by itself: LMDB
+    /// never writes a page that its transaction allocated and freed again before committing (a
+    /// loose page, skipped by `mdb_page_flush` and put on the free list), and a power cut can
+    /// drop the writes of pages that were freed later. Such pages are read by nobody until a
+    /// write reuses them, and that write `pwrite`s them. So the file is short only when a page
+    /// past its end is not on the free list.
+    ///
+    /// `length` is measured after the meta page is read, so it covers every page a writer in
+    /// another process wrote before committing that meta page; the free list is read in a
+    /// snapshot of that same transaction (checked by its id; a commit in between starts over).
+    private static func checkDataFileLength(_ env: OpaquePointer, length: () -> Int?) throws(LMDBError) {
         var stat = MDB_stat()
-        try check(mdb_env_info(env, &info))
         try check(mdb_env_stat(env, &stat))
-        let needed = (Int(info.me_last_pgno) + 1) * Int(stat.ms_psize)
-        guard let length else { throw LMDBError(code: errno == 0 ? ENOENT : errno) }
-        if length < needed {
-            throw LMDBError(code: MDB_CORRUPTED, detail: "data.mdb is \(length) bytes, shorter than the \(needed) bytes of the \(info.me_last_pgno + 1) pages in use (the file was cut short)")
+        let pageSize = Int(stat.ms_psize)
+        while true {
+            var info = MDB_envinfo()
+            try check(mdb_env_info(env, &info))
+            let lastPage = Int(info.me_last_pgno)
+            let needed = (lastPage + 1) * pageSize
+            guard let length = length() else { throw LMDBError(code: errno == 0 ? ENOENT : errno) }
+            guard length < needed else { return }
+            // Pages 0 and 1 are the meta pages, never free: a file without them is always short.
+            let firstMissing = length / pageSize
+            let missing = firstMissing...lastPage
+            let cut = "data.mdb is \(length) bytes, shorter than the \(needed) bytes of the \(lastPage + 1) pages in use"
+            let free: Int?
+            do throws(LMDBError) {
+                free = firstMissing >= 2 ? try freePages(env, in: missing, transaction: info.me_last_txnid) : 0
+            } catch {
+                // The free list itself lies (partly) past the end.
+                throw LMDBError(code: MDB_CORRUPTED, detail: "\(cut), and its free list cannot be read (\(error)): the file was cut short")
+            }
+            guard let free else { continue }  // another process committed meanwhile: measure again
+            if free < missing.count {
+                throw LMDBError(code: MDB_CORRUPTED, detail: "\(cut), and \(missing.count - free) of the \(missing.count) pages past its end are not free (the file was cut short)")
+            }
+            return
+        }
+    }
+
+    /// How many of the pages numbered `range` are on the free list (`FREE_DBI`: each record is
+    /// keyed by a transaction id and holds a count followed by that many page numbers), read in
+    /// a read transaction of its own through the fault-guarded cursor; nil when that
+    /// transaction's snapshot is not `transaction`'s.
+    private static func freePages(_ env: OpaquePointer, in range: ClosedRange<Int>, transaction: Int) throws(LMDBError) -> Int? {
+        var txn: OpaquePointer?
+        try check(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn))
+        defer { mdb_txn_abort(txn) }
+        guard mdb_txn_id(txn) == transaction else { return nil }
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(txn, 0, &cursor))
+        defer { mdb_cursor_close(cursor) }
+        var found = Set<Int>()
+        var key = MDB_val()
+        var value = MDB_val()
+        var op = MDB_FIRST
+        while true {
+            let rc = imgstore_mdb_cursor_get(cursor, &key, &value, op)
+            if rc == MDB_NOTFOUND { return found.count }
+            try check(rc)
+            op = MDB_NEXT
+            guard let base = value.mv_data else { continue }
+            let words = value.mv_size / MemoryLayout<Int>.size
+            let ids = UnsafeRawBufferPointer(start: base, count: words * MemoryLayout<Int>.size)
+            guard words > 0 else { continue }
+            let count = min(ids.loadUnaligned(as: Int.self), words - 1)
+            for index in 0..<max(count, 0) {
+                let page = ids.loadUnaligned(fromByteOffset: (index + 1) * MemoryLayout<Int>.size, as: Int.self)
+                if range.contains(page) { found.insert(page) }
+            }
         }
     }
 
