@@ -34,7 +34,7 @@ public final class ImageStore: Sendable {
     let maintenance: StoreMaintenance?
     let policy: ExpiryPolicy
     private let normalizer: URLNormalizer
-    private let validator: ImageValidator
+    let validator: ImageValidator
     let counters = StoreCounters()
     private let isClosed = Atomic<Bool>(false)
     private let identity: FileIdentity
@@ -123,8 +123,6 @@ public final class ImageStore: Sendable {
         _ = Self.openStores.withLock { $0.remove(identity) }
     }
 
-    /// An entry lifetime meaning "never expires", for `put(_:for:ttl:)`.
-    public static let never: TimeInterval = .infinity
 
     /// Deletes every expired entry now, in batches (the background sweeper does the same
     /// every `Configuration.sweepInterval`). With `dryRun`, only counts what would go.
@@ -168,84 +166,59 @@ public final class ImageStore: Sendable {
     /// Validates and stores `data` as the image for `url`, replacing any previous entry.
     ///
     /// Returns once the write-ahead log holds the entry as durably as `durability` asks
-    /// (default: the configuration's, `.sync`: on stable storage). Reads see it at once.
+    /// (`.storeDefault`: the configuration's, by default `.sync`: on stable storage). Reads see
+    /// it at once. Blocks the calling thread on I/O: from Swift concurrency, call the `async`
+    /// form (ImageStore+Async.swift), which suspends instead.
     /// - Parameters:
-    ///   - ttl: seconds until the entry expires: nil for `Configuration.defaultTTL`,
-    ///     `ImageStore.never` (infinity) for never.
+    ///   - expiry: when the entry expires; `.storeDefault` for `Configuration.defaultTTL`.
     ///   - validators: the origin's `ETag`/`Last-Modified`, kept for revalidation.
     /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `emptyData`, `entryTooLarge`,
-    ///   `invalidImage`, `invalidArgument` (a `ttl` or batch interval out of range; all before
+    ///   `invalidImage`, `invalidArgument` (an expiry or batch interval out of range; all before
     ///   anything is written); `storeFull` (it would not fit; nothing written); `corruptStore`
     ///   (the tree is damaged where the put would go; nothing written); `diskFull`, `logFailed`
     ///   (not acknowledged, outcome unknown: the record may have reached the log, and then the
     ///   entry is present after reopening); `readOnly`; `closed` (nothing written).
     @discardableResult
-    public func put(_ data: Data, for url: String, ttl: TimeInterval? = nil, validators: CacheValidators = CacheValidators(),
-                    durability: Durability? = nil) throws(ImageStoreError) -> EntryInfo {
-        try checkOpen()
-        let writes = try writePath()
-        let (normalized, cacheKey) = try keys(for: url)
-        guard !data.isEmpty else { throw .emptyData }
-        let limit = min(configuration.maxEntryBytes, policy.budget?.low ?? .max)
-        guard data.count <= limit else { throw .entryTooLarge(byteCount: data.count, limit: limit) }
-        let facts = try validate(data, url: normalized)
-        let now = Self.milliseconds(configuration.clock())
-        let expiry = try policy.expiry(now: now, ttl: ttl)
-        var record = EntryRecord(
-            url: normalized, cacheKey: cacheKey, byteCount: data.count,
-            checksum: data.withUnsafeBytes(Checksum.blob), createdAt: now,
-            expiresAt: expiry.expiresAt, lastAccess: now, facts: facts, validators: validators)
-        record.slidingSeconds = expiry.slidingSeconds
-        try tier.checkWritable(cacheKey: cacheKey, record: record)
-        maintenance?.tracker.forget(cacheKey)
-        try writes.append(.put(record, data), durability: try resolved(durability))
-        counters.puts.add(1, ordering: .relaxed)
-        return Self.info(record)
+    public func put(_ data: Data, for url: String, expiry: Expiry = .storeDefault,
+                    validators: CacheValidators = CacheValidators(),
+                    durability: Durability = .storeDefault) throws(ImageStoreError) -> EntryInfo {
+        let write = try preparePut(data, for: url, ttl: expiry.seconds(from: configuration.clock()),
+                                   validators: validators, durability: durability)
+        try write.path.append(write.entry, durability: write.durability)
+        return finished(write)
     }
 
     /// Gives an existing entry (fresh or expired) a new life without changing its bytes: what a
     /// `304 Not Modified` answer to a revalidation means. Returns nil when there is no entry.
+    /// Blocks on I/O like `put`; the `async` form suspends instead.
     /// - Parameters:
-    ///   - ttl: seconds from now until it expires again (nil: the default TTL; `never`).
+    ///   - expiry: when it expires again (`.storeDefault`: the default TTL from now).
     ///   - validators: new validators, or nil to keep the entry's.
+    /// - Throws: as `put` (no validation errors: the bytes are not validated again).
     @discardableResult
-    public func refresh(_ url: String, ttl: TimeInterval?, validators: CacheValidators? = nil,
-                        durability: Durability? = nil) throws(ImageStoreError) -> EntryInfo? {
-        try checkOpen()
-        let writes = try writePath()
-        guard let current = try get(url, allowingStale: true) else { return nil }
-        let (normalized, cacheKey) = try keys(for: url)
-        let now = Self.milliseconds(configuration.clock())
-        let expiry = try policy.expiry(now: now, ttl: ttl)
-        var record = EntryRecord(
-            url: normalized, cacheKey: cacheKey, byteCount: current.data.count, checksum: current.info.checksum,
-            createdAt: Self.milliseconds(current.info.createdAt), expiresAt: expiry.expiresAt,
-            lastAccess: now, facts: current.info.image, validators: validators ?? current.info.validators)
-        record.slidingSeconds = expiry.slidingSeconds
-        try tier.checkWritable(cacheKey: cacheKey, record: record)
-        maintenance?.tracker.forget(cacheKey)
-        try writes.append(.put(record, current.data), durability: try resolved(durability))
-        return Self.info(record)
+    public func refresh(_ url: String, expiry: Expiry, validators: CacheValidators? = nil,
+                        durability: Durability = .storeDefault) throws(ImageStoreError) -> EntryInfo? {
+        guard let write = try prepareRefresh(url, ttl: expiry.seconds(from: configuration.clock()),
+                                             validators: validators, durability: durability) else { return nil }
+        try write.path.append(write.entry, durability: write.durability)
+        return finished(write)
     }
 
-    /// Removes the entry for `url`; returns whether there was one.
+    /// Removes the entry for `url`; returns whether there was one. Blocks on I/O like `put`;
+    /// the `async` form suspends instead.
     /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `corruptStore` (nothing
     ///   acknowledged), `storage`, `closed`.
     @discardableResult
-    public func remove(_ url: String, durability: Durability? = nil) throws(ImageStoreError) -> Bool {
-        try checkOpen()
-        let writes = try writePath()
-        let cacheKey = try keys(for: url).cacheKey
-        guard try record(cacheKey: cacheKey) != nil else { return false }
-        try tier.checkWritable(cacheKey: cacheKey, record: nil)
-        try writes.append(.delete(cacheKey: cacheKey), durability: try resolved(durability))
+    public func remove(_ url: String, durability: Durability = .storeDefault) throws(ImageStoreError) -> Bool {
+        guard let write = try prepareRemove(url, durability: durability) else { return false }
+        try write.path.append(write.entry, durability: write.durability)
         return true
     }
 
-    /// Removes every entry, atomically.
-    public func removeAll(durability: Durability? = nil) throws(ImageStoreError) {
-        try checkOpen()
-        try writePath().append(.deleteAll, durability: try resolved(durability))
+    /// Removes every entry, atomically. Blocks on I/O like `put`; the `async` form suspends.
+    public func removeAll(durability: Durability = .storeDefault) throws(ImageStoreError) {
+        let write = try prepareRemoveAll(durability: durability)
+        try write.path.append(write.entry, durability: write.durability)
     }
 
     // MARK: - Reading
@@ -361,7 +334,7 @@ public final class ImageStore: Sendable {
     // MARK: - Helpers
 
     /// The newest record for `cacheKey`: the log's when it has one, else LMDB's.
-    private func record(cacheKey: String) throws(ImageStoreError) -> EntryRecord? {
+    func record(cacheKey: String) throws(ImageStoreError) -> EntryRecord? {
         switch writes?.index.lookup(cacheKey) ?? .unknown {
         case let .put(record, _): record
         case .deleted: nil
@@ -370,13 +343,13 @@ public final class ImageStore: Sendable {
     }
 
     /// The durability a call asked for, else the configuration's, with its interval checked.
-    private func resolved(_ durability: Durability?) throws(ImageStoreError) -> Durability {
-        guard let durability else { return configuration.durability }
+    func resolved(_ durability: Durability) throws(ImageStoreError) -> Durability {
+        guard durability != .storeDefault else { return configuration.durability }
         try Configuration.check(durability, name: "durability")
         return durability
     }
 
-    private func writePath() throws(ImageStoreError) -> WritePath {
+    func writePath() throws(ImageStoreError) -> WritePath {
         guard let writes else { throw .readOnly(path: path) }
         return writes
     }
@@ -391,7 +364,7 @@ public final class ImageStore: Sendable {
         return (normalized, cacheKey)
     }
 
-    private func validate(_ data: Data, url: String) throws(ImageStoreError) -> ImageFacts? {
+    func validate(_ data: Data, url: String) throws(ImageStoreError) -> ImageFacts? {
         let mode: ValidationMode
         switch configuration.validation {
         case .none: return nil
@@ -410,7 +383,7 @@ public final class ImageStore: Sendable {
         }
     }
 
-    private func isExpired(_ record: EntryRecord, now: Int64? = nil) -> Bool {
+    func isExpired(_ record: EntryRecord, now: Int64? = nil) -> Bool {
         guard let expiresAt = effectiveExpiry(record) else { return false }
         return expiresAt <= (now ?? Self.milliseconds(configuration.clock()))
     }
@@ -431,7 +404,7 @@ public final class ImageStore: Sendable {
         EntryInfo(
             url: record.url, byteCount: record.byteCount, checksum: record.checksum,
             createdAt: date(record.createdAt), expiresAt: record.expiresAt.map(date),
-            lastAccessedAt: date(record.lastAccess), image: record.facts, validators: record.validators)
+            lastAccessedAt: date(record.lastAccess), facts: record.facts, validators: record.validators)
     }
 
     /// Directories open in this process (by device and inode), to refuse a second open.

@@ -120,7 +120,7 @@ extension ImageStore {
     private func swapInCompactedCopy() throws {
         let environment = tier.environment
         let copy = CompactionLeftovers.copyPath(forStoreAt: path)
-        let fd = open(copy, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        let fd = Glibc.open(copy, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw ImageStoreError.storage(path: path, detail: "cannot create \(copy): \(String(cString: strerror(errno)))") }
         var installed = false
         defer {
