@@ -10,13 +10,18 @@ import FoundationNetworking
 ///
 /// ```swift
 /// let loader = try ImageLoader(store: store)
-/// let image = try await loader.load("https://cdn.example.com/img/42.jpg")
+/// let image = try await loader.image(for: "https://cdn.example.com/img/42.jpg")
 /// print(image.source, image.facts.width, image.facts.height)
 /// ```
 ///
 /// - Coalescing: concurrent loads of one URL (spelled the same way) share one download. A
-///   caller whose task is cancelled stops waiting at once with `cancelled`; the download goes
-///   on for the others, and is cancelled when the last caller leaves.
+///   caller whose task is cancelled stops waiting at once with `CancellationError`; the
+///   download goes on for the others, and is cancelled when the last caller leaves.
+/// - Each download is validated once, by the store's validator (`ImageLoaderStore.validate`),
+///   and stored without a second check, with the loader's own `Configuration.durability`
+///   (default `.batched`: the origin is the source of truth, so a download a power cut loses
+///   is fetched again). The loader only calls the store's `async` writes: no load blocks a
+///   thread of Swift's cooperative pool.
 /// - Only whole, valid images are stored: a 2xx (not 206) body whose length matches its
 ///   `Content-Length`, within the store's `maxEntryBytes` (a larger one is aborted early),
 ///   that passes the structure check. Anything else fails, stores nothing, and is
@@ -29,13 +34,12 @@ import FoundationNetworking
 ///
 /// Thread safety: every method may be called from any task or thread at once.
 public final class ImageLoader: Sendable {
-    /// The store images are read from and written to.
-    public let store: ImageStore
+    /// The store images are read from and written to: an `ImageStore`, or a test's fake.
+    public let store: any ImageLoaderStore
     /// The loader's caching, fallback and concurrency settings, fixed at creation.
     public let configuration: Configuration
     private let transport: any ImageTransport
     private let limiter: DownloadLimiter
-    private let validator = ImageValidator()
     private let state = Mutex(State())
     private let counters = Counters()
 
@@ -43,7 +47,7 @@ public final class ImageLoader: Sendable {
     /// The loader does not own the store: close it after the loader's last load.
     /// - Throws: `ImageStoreError.invalidArgument` naming the first field of `configuration`
     ///   out of range (see `Configuration`'s fields for each range).
-    public init(store: ImageStore, configuration: Configuration = .init(),
+    public init(store: any ImageLoaderStore, configuration: Configuration = .init(),
                 transport: any ImageTransport = URLSessionTransport()) throws(ImageStoreError) {
         try configuration.validate()
         self.store = store
@@ -58,26 +62,50 @@ public final class ImageLoader: Sendable {
     /// revalidated) and stored; an expired entry when the origin fails and
     /// `Configuration.staleFallback` allows it.
     ///
-    /// Cancelling the calling task ends this call with `cancelled` at once; a download other
-    /// callers share goes on.
-    /// - Throws: `invalidURL`; `recentlyFailed` (negative cache); `unreachable`, `timedOut`,
-    ///   `httpStatus` (with no usable stale entry); `responseTooLarge`, `lengthMismatch`,
-    ///   `emptyBody`, `invalidImage` (nothing stored); `store` (the store failed, or cannot
-    ///   store: `readOnly`, `diskFull`, `storeFull`, …); `transport`; `cancelled`.
+    /// Cancelling the calling task ends this call with `CancellationError` at once; a download
+    /// other callers share goes on.
+    /// - Throws: `ImageLoaderError`: `invalidURL`; `recentlyFailed` (negative cache);
+    ///   `unreachable`, `timedOut`, `httpStatus` (with no usable stale entry);
+    ///   `responseTooLarge`, `lengthMismatch`, `emptyBody`, `invalidImage` (nothing stored);
+    ///   `store` (the store failed, or cannot store: `readOnly`, `diskFull`, `storeFull`, …);
+    ///   `transport`. Or `CancellationError`.
+    public func image(for url: String) async throws -> LoadedImage {
+        let result = await loadResult(url)
+        if case .failure(.cancelled) = result { throw CancellationError() }
+        return try result.get()
+    }
+
+    /// `image(for:)` for a `URL`.
+    public func image(for url: URL) async throws -> LoadedImage { try await image(for: url.absoluteString) }
+
+    /// The old name of `image(for:)`, which reports cancellation as `ImageLoaderError.cancelled`.
+    @available(*, deprecated, renamed: "image(for:)", message: "image(for:) throws CancellationError when cancelled")
     public func load(_ url: String) async throws(ImageLoaderError) -> LoadedImage {
-        guard !Task.isCancelled else { throw .cancelled }
+        try await loadResult(url).get()
+    }
+
+    /// The outcome of one load; cancellation is `.cancelled`.
+    private func loadResult(_ url: String) async -> Result<LoadedImage, ImageLoaderError> {
+        guard !Task.isCancelled else { return .failure(.cancelled) }
         // Spellings of one URL (case of scheme and host, default port, fragment) share one
         // download and one negative-cache entry: work with the store's normal form from here.
-        let url = (try? store.keys(for: url).url) ?? url
-        let requestURL = try Self.requestURL(url)
-        let stored = try readStore(url)
-        if let stored, !stored.isStale, let image = image(from: stored, url: url, source: stored.source == .memory ? .memory : .disk) { return image }
+        // A URL the store refuses keeps its spelling: `requestURL` or the store says why.
+        let url = (try? store.normalizedURL(url)) ?? url
+        let requestURL: URL
+        let stored: StoredImage?
+        do throws(ImageLoaderError) {
+            requestURL = try Self.requestURL(url)
+            stored = try readStore(url)
+        } catch {
+            return .failure(error)
+        }
+        if let stored, !stored.isStale, let image = image(from: stored, url: url, source: stored.source == .memory ? .memory : .disk) { return .success(image) }
         if let failure = recentFailure(for: url) {
             counters.negativeHits.add(1, ordering: .relaxed)
-            if let image = staleFallback(failure, stored: stored, url: url) { return image }
-            throw failure
+            if let image = staleFallback(failure, stored: stored, url: url) { return .success(image) }
+            return .failure(failure)
         }
-        return try await joinDownload(url, requestURL: requestURL).get()
+        return await joinDownload(url, requestURL: requestURL)
     }
 
     /// Starts loading `urls` into the store in the background and returns at once. Failures
@@ -91,7 +119,7 @@ public final class ImageLoader: Sendable {
             await withTaskGroup(of: Void.self) { group in
                 for (index, url) in urls.enumerated() {
                     if index >= width { await group.next() }
-                    group.addTask { _ = try? await self.load(url) }
+                    group.addTask { _ = await self.loadResult(url) }  // failures are negatively cached
                 }
             }
         }
@@ -203,7 +231,7 @@ public final class ImageLoader: Sendable {
             return fail(url, error, stored: stored)
         }
         counters.bytes.add(body.count, ordering: .relaxed)
-        return handle(response, body: body, url: url, stored: stored)
+        return await handle(response, body: body, url: url, stored: stored)
     }
 
     /// The transport's answer, or a typed error; `timedOut` after `Configuration.timeout`.
@@ -227,12 +255,12 @@ public final class ImageLoader: Sendable {
 
     /// What a response means: a stored image, a renewed one, or a failure.
     private func handle(_ response: HTTPURLResponse, body: Data, url: String,
-                        stored: StoredImage?) -> Result<LoadedImage, ImageLoaderError> {
+                        stored: StoredImage?) async -> Result<LoadedImage, ImageLoaderError> {
         let headers = HTTPFreshness.headers(of: response)
         let freshness = HTTPFreshness(headers: headers, now: store.configuration.clock(), configuration: configuration)
         let status = response.statusCode
         if status == 304, let stored {
-            return revalidated(stored, url: url, headers: headers, freshness: freshness)
+            return await revalidated(stored, url: url, headers: headers, freshness: freshness)
         }
         // 206 is a part of the image, 304 without a stored entry answers a question we did not ask.
         guard (200...299).contains(status), status != 206 else {
@@ -249,42 +277,54 @@ public final class ImageLoader: Sendable {
             return fail(url, .lengthMismatch(url: url, expected: Int(response.expectedContentLength), received: body.count),
                         stored: stored)
         }
-        let facts: ImageFacts
-        do { facts = try validator.validate(body, mode: .structure) } catch {
-            return fail(url, .invalidImage(url: url, reason: error.description), stored: stored)
-        }
-        clearFailure(for: url)
-        guard freshness.isStorable else {
-            // The origin forbids keeping this response, and an older copy must not outlive it.
-            if stored != nil { _ = try? store.remove(url) }
-            return .success(LoadedImage(url: url, data: body, facts: facts, source: .network, expiresAt: nil,
-                                        isStored: false, staleReason: nil))
-        }
-        let validators = CacheValidators(etag: headers["etag"], lastModified: headers["last-modified"])
-        do {
-            let info = try store.put(body, for: url, ttl: freshness.ttl, validators: validators)
-            return .success(LoadedImage(url: url, data: body, facts: info.image ?? facts, source: .network,
-                                        expiresAt: info.expiresAt, isStored: true, staleReason: nil))
-        } catch {
+        // The one validation of this download, by the store's rules; the put trusts it.
+        let image: ValidatedImage
+        do { image = try store.validate(body, for: url) } catch {
             if case let .invalidImage(_, reason) = error {
-                // The store validates more strictly (rejectInvalidDeep) than the loader.
                 return fail(url, .invalidImage(url: url, reason: reason), stored: stored)
             }
             return .failure(.store(error))
         }
+        clearFailure(for: url)
+        let durability = configuration.durability
+        guard freshness.isStorable else {
+            // The origin forbids keeping this response, and an older copy must not outlive it.
+            // Best effort: the answer is served either way, and an old copy left behind expires.
+            if stored != nil { try? await store.forget(url, durability: durability) }
+            return .success(LoadedImage(url: url, data: body, facts: image.facts, source: .network, expiresAt: nil,
+                                        isStored: false, staleReason: nil))
+        }
+        let validators = CacheValidators(etag: headers["etag"], lastModified: headers["last-modified"])
+        do {
+            let info = try await store.store(image, for: url, expiry: .after(.seconds(freshness.ttl)),
+                                             validators: validators, durability: durability)
+            return .success(LoadedImage(url: url, data: body, facts: info.facts ?? image.facts, source: .network,
+                                        expiresAt: info.expiresAt, isStored: true, staleReason: nil))
+        } catch {
+            return .failure(Self.storeError(error))
+        }
+    }
+
+    /// A store write's error as the loader reports it.
+    private static func storeError(_ error: any Error) -> ImageLoaderError {
+        if let error = error as? ImageStoreError { return .store(error) }
+        return .cancelled  // the store's async writes throw ImageStoreError or CancellationError
     }
 
     /// A 304: the stored bytes are current; renew their lifetime (and validators).
     private func revalidated(_ stored: StoredImage, url: String, headers: [String: String],
-                             freshness: HTTPFreshness) -> Result<LoadedImage, ImageLoaderError> {
+                             freshness: HTTPFreshness) async -> Result<LoadedImage, ImageLoaderError> {
         counters.notModified.add(1, ordering: .relaxed)
         clearFailure(for: url)
         let validators = CacheValidators(
             etag: headers["etag"] ?? stored.info.validators.etag,
             lastModified: headers["last-modified"] ?? stored.info.validators.lastModified)
         let info: EntryInfo?
-        do { info = try store.refresh(url, ttl: freshness.isStorable ? freshness.ttl : 0, validators: validators) } catch {
-            return .failure(.store(error))
+        do {
+            info = try await store.renew(url, expiry: .after(.seconds(freshness.isStorable ? freshness.ttl : 0)),
+                                         validators: validators, durability: configuration.durability)
+        } catch {
+            return .failure(Self.storeError(error))
         }
         guard var image = image(from: stored, url: url, source: .revalidated) else {
             return .failure(.invalidImage(url: url, reason: "the stored entry is not a valid image"))
@@ -330,7 +370,8 @@ public final class ImageLoader: Sendable {
     /// A stored entry as a loaded image; nil when it cannot be one (stored unvalidated and
     /// not an image), so the caller downloads it again.
     private func image(from stored: StoredImage, url: String, source: LoadedImage.Source) -> LoadedImage? {
-        guard let facts = stored.info.image ?? (try? validator.validate(stored.data, mode: .structure)) else { return nil }
+        // An entry stored unvalidated is checked now (and downloaded again when it is no image).
+        guard let facts = stored.info.facts ?? (try? store.validate(stored.data, for: url))?.facts else { return nil }
         return LoadedImage(url: url, data: stored.data, facts: facts, source: source, expiresAt: stored.info.expiresAt,
                            isStored: true, staleReason: nil)
     }
