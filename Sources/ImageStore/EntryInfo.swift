@@ -73,11 +73,6 @@ public struct StoredImage: Sendable, Hashable {
         self.source = source
     }
 
-    /// The tier that served a read.
-    public enum Source: String, Sendable, Hashable {
-        /// The memory tier.
-        case memory
-        /// The durable tier (LMDB, or the write-ahead log before it is applied).
-        case disk
-    }
+    /// The tier that served a read: `.memory` or `.disk`, never one of the loader's sources.
+    public typealias Source = ImageSource
 }

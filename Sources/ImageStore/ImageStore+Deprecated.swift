@@ -28,4 +28,10 @@ extension ImageStore {
         try write.path.append(write.entry, durability: write.durability)
         return finished(write)
     }
+
+    /// The old name of `image(for:allowingStale:)`, named like `info(for:)` now.
+    @available(*, deprecated, renamed: "image(for:allowingStale:)")
+    public func get(_ url: String, allowingStale: Bool = false) throws(ImageStoreError) -> StoredImage? {
+        try image(for: url, allowingStale: allowingStale)
+    }
 }

@@ -50,7 +50,7 @@ extension ImageStore {
                         durability: Durability) throws(ImageStoreError) -> PreparedWrite? {
         try checkOpen()
         let writes = try writePath()
-        guard let current = try get(url, allowingStale: true) else { return nil }
+        guard let current = try image(for: url, allowingStale: true) else { return nil }
         let (normalized, cacheKey) = try keys(for: url)
         let now = Self.milliseconds(configuration.clock())
         let expiry = try policy.expiry(now: now, ttl: ttl)

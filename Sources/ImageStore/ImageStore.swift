@@ -133,7 +133,7 @@ public final class ImageStore: Sendable {
         guard let maintenance, let writes else {
             guard dryRun else { throw .readOnly(path: path) }
             let (count, bytes) = try tier.expiredSummary(now: Self.milliseconds(configuration.clock()))
-            return SweepReport(entries: count, bytes: bytes, batches: 0)
+            return SweepReport(entryCount: count, byteCount: bytes)
         }
         try writes.settle()
         return try ImageStoreError.rethrowing(path: path, operation: "sweeping expired entries") { try tier.writer.sync { try maintenance.sweep(dryRun: dryRun) } }
@@ -227,10 +227,12 @@ public final class ImageStore: Sendable {
     /// `allowingStale`, an expired entry not yet swept is returned with `isStale` set (for
     /// callers that prefer an old image to none, such as offline use).
     ///
-    /// The bytes are verified against their checksum first.
+    /// The bytes are verified against their checksum first. Synchronous in every context: a
+    /// read is answered from memory, the pending log or one LMDB read, and never waits for a
+    /// writer (see `ImageStore.async`).
     /// - Throws: `checksumMismatch` when the stored bytes are corrupt (counted in
     ///   `statistics().corruptReads`, never served); URL errors; `storage`; `closed`.
-    public func get(_ url: String, allowingStale: Bool = false) throws(ImageStoreError) -> StoredImage? {
+    public func image(for url: String, allowingStale: Bool = false) throws(ImageStoreError) -> StoredImage? {
         try checkOpen()
         let cacheKey = try keys(for: url).cacheKey
         let now = Self.milliseconds(configuration.clock())  // one clock read per get

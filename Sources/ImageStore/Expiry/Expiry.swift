@@ -32,3 +32,14 @@ extension Duration {
         return Double(seconds) + Double(attoseconds) * 1e-18
     }
 }
+
+extension Duration {
+    /// `seconds` as a `Duration`, for the `Duration` views of `TimeInterval` settings: a value
+    /// no `Duration` holds (NaN, infinite, beyond ±292 billion years) reads as `.zero` (NaN)
+    /// or the nearest end; validation reports such a setting when the store or loader is made.
+    static func clamping(seconds: TimeInterval) -> Duration {
+        guard !seconds.isNaN else { return .zero }
+        guard abs(seconds) < 9e18 else { return .seconds(seconds > 0 ? Int64.max : Int64.min) }
+        return .seconds(seconds)
+    }
+}

@@ -99,7 +99,7 @@ public final class ImageLoader: Sendable {
         } catch {
             return .failure(error)
         }
-        if let stored, !stored.isStale, let image = image(from: stored, url: url, source: stored.source == .memory ? .memory : .disk) { return .success(image) }
+        if let stored, !stored.isStale, let image = image(from: stored, url: url, source: stored.source) { return .success(image) }
         if let failure = recentFailure(for: url) {
             counters.negativeHits.add(1, ordering: .relaxed)
             if let image = staleFallback(failure, stored: stored, url: url) { return .success(image) }
@@ -211,7 +211,7 @@ public final class ImageLoader: Sendable {
         // Another download (or another process) may have filled the store meanwhile.
         let stored: StoredImage?
         do { stored = try readStore(url) } catch { return .failure(error) }
-        if let stored, !stored.isStale, let image = image(from: stored, url: url, source: stored.source == .memory ? .memory : .disk) { return .success(image) }
+        if let stored, !stored.isStale, let image = image(from: stored, url: url, source: stored.source) { return .success(image) }
 
         guard await limiter.acquire() else { return .failure(.cancelled) }
         defer { limiter.release() }
@@ -379,7 +379,7 @@ public final class ImageLoader: Sendable {
     /// The stored entry, fresh or expired; nil when missing or corrupt (a corrupt entry is
     /// downloaded again, and the put replaces it).
     private func readStore(_ url: String) throws(ImageLoaderError) -> StoredImage? {
-        do { return try store.get(url, allowingStale: true) } catch {
+        do { return try store.image(for: url, allowingStale: true) } catch {
             if case .checksumMismatch = error { return nil }
             throw .store(error)
         }

@@ -16,8 +16,8 @@ public protocol ImageLoaderStore: Sendable {
     func normalizedURL(_ url: String) throws(ImageStoreError) -> String
 
     /// The entry for `url`, expired ones included when `allowingStale`; nil when missing.
-    /// Synchronous: a read never waits (see `ImageStore.get`).
-    func get(_ url: String, allowingStale: Bool) throws(ImageStoreError) -> StoredImage?
+    /// Synchronous: a read never waits (see `ImageStore.image(for:allowingStale:)`).
+    func image(for url: String, allowingStale: Bool) throws(ImageStoreError) -> StoredImage?
 
     /// Checks downloaded bytes as the store will want them (once per download).
     /// - Throws: `invalidImage`, `emptyData`.
@@ -40,8 +40,11 @@ public protocol ImageLoaderStore: Sendable {
 }
 
 extension ImageLoaderStore {
-    /// The fresh entry for `url`, or nil.
-    public func get(_ url: String) throws(ImageStoreError) -> StoredImage? { try get(url, allowingStale: false) }
+    /// The old name of `image(for:allowingStale:)`.
+    @available(*, deprecated, renamed: "image(for:allowingStale:)")
+    public func get(_ url: String, allowingStale: Bool = false) throws(ImageStoreError) -> StoredImage? {
+        try image(for: url, allowingStale: allowingStale)
+    }
 }
 
 extension ImageStore: ImageLoaderStore {

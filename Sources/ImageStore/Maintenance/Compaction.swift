@@ -87,7 +87,7 @@ extension ImageStore {
         }
         guard let writes else { throw .readOnly(path: path) }
         try refuseWhileShared()  // before purging anything
-        let expired = options.purgeExpired ? try sweepExpired().entries : 0
+        let expired = options.purgeExpired ? try sweepExpired().entryCount : 0
         let quarantined = options.purgeQuarantine ? try purgeQuarantine() : 0
         try writes.checkpoint()
         try ImageStoreError.rethrowing(path: path, operation: "compacting") {

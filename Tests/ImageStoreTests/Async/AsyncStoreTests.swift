@@ -37,7 +37,7 @@ import Testing
         #expect(statistics.entryCount == 2)
         try await store.async.put(Self.image, for: "https://x.test/short", expiry: .after(.seconds(1)))
         clock.advance(by: 2)
-        #expect(try await store.async.sweepExpired().entries == 1)
+        #expect(try await store.async.sweepExpired().entryCount == 1)
         #expect(try await store.async.verify().unrepaired.isEmpty)
         _ = try await store.async.compact()
         try await store.async.removeAll()

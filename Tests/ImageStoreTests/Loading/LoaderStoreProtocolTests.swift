@@ -26,7 +26,7 @@ final class FakeLoaderStore: ImageLoaderStore {
 
     func normalizedURL(_ url: String) throws(ImageStoreError) -> String { url }
 
-    func get(_ url: String, allowingStale: Bool) throws(ImageStoreError) -> StoredImage? {
+    func image(for url: String, allowingStale: Bool) throws(ImageStoreError) -> StoredImage? {
         guard let entry = entries.withLock({ $0[url] }) else { return nil }
         let stale = entry.info.expiresAt.map { $0 <= configuration.clock() } ?? false
         guard allowingStale || !stale else { return nil }
