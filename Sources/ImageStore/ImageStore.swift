@@ -9,14 +9,15 @@ import Synchronization
 /// every read and image validation on every write.
 ///
 /// ```swift
-/// let store = try ImageStore(path: "/var/cache/images")
-/// try store.put(pngBytes, for: "https://cdn.example.com/a.png")
-/// if let image = try store.get("https://cdn.example.com/a.png") { use(image.data) }
+/// let store = try await ImageStore.open(path: "/var/cache/images")
+/// try await store.async.put(pngBytes, for: "https://cdn.example.com/a.png")
+/// if let image = try store.image(for: "https://cdn.example.com/a.png") { use(image.data) }
 /// ```
 ///
 /// Thread safety: every method may be called from any thread at once. Reads run in their
 /// own snapshot on the caller's thread and never wait for a writer; writes are funnelled
-/// through one writer queue.
+/// through one writer queue. From Swift concurrency, write through `async` (`store.async`),
+/// whose calls suspend instead of blocking: the synchronous writes block their thread on I/O.
 ///
 /// A store is opened once per process: a second `init` for the same directory throws
 /// `alreadyOpen` until the first instance is closed. Another *process* may open the same
