@@ -40,6 +40,9 @@ extension ImageStore.Configuration {
     /// Checks a durability's batch interval.
     /// - Throws: `invalidArgument` unless the interval is greater than 0 and at most `maxInterval`.
     static func check(_ durability: Durability, name: String) throws(ImageStoreError) {
+        if durability == .storeDefault, name.hasPrefix("Configuration.") {
+            throw .invalidArgument(name: name, value: "storeDefault", allowed: "sync, batched or background")
+        }
         guard case let .batched(interval) = durability else { return }
         guard interval > 0 && interval <= maxInterval else {
             throw .invalidArgument(name: name + " batched interval", value: "\(interval)",

@@ -14,10 +14,31 @@ public struct EntryInfo: Sendable, Hashable {
     public var expiresAt: Date?
     /// When the entry was last read or written.
     public var lastAccessedAt: Date
-    /// The image's decoded header facts, when it was validated as an image.
-    public var image: ImageFacts?
+    /// The image's decoded header facts, when it was validated as an image (the same name as
+    /// `LoadedImage.facts`).
+    public var facts: ImageFacts?
     /// The origin's `ETag` and `Last-Modified`, kept to revalidate the entry when it expires.
     public var validators: CacheValidators
+
+    /// Metadata as the store reports it; public so that tests can build it (for a fake store).
+    public init(url: String, byteCount: Int, checksum: UInt64 = 0, createdAt: Date, expiresAt: Date? = nil,
+                lastAccessedAt: Date? = nil, facts: ImageFacts? = nil, validators: CacheValidators = CacheValidators()) {
+        self.url = url
+        self.byteCount = byteCount
+        self.checksum = checksum
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.lastAccessedAt = lastAccessedAt ?? createdAt
+        self.facts = facts
+        self.validators = validators
+    }
+
+    /// The old name of `facts`.
+    @available(*, deprecated, renamed: "facts")
+    public var image: ImageFacts? {
+        get { facts }
+        set { facts = newValue }
+    }
 }
 
 /// HTTP cache validators (RFC 9110 §8.8) kept with an entry for conditional requests.
@@ -44,11 +65,14 @@ public struct StoredImage: Sendable, Hashable {
     /// Where the bytes came from.
     public var source: Source = .disk
 
-    /// The tier that served a read.
-    public enum Source: String, Sendable, Hashable {
-        /// The memory tier.
-        case memory
-        /// The durable tier (LMDB, or the write-ahead log before it is applied).
-        case disk
+    /// An entry as `get` returns it; public so that tests can build one (for a fake store).
+    public init(data: Data, info: EntryInfo, isStale: Bool = false, source: Source = .disk) {
+        self.data = data
+        self.info = info
+        self.isStale = isStale
+        self.source = source
     }
+
+    /// The tier that served a read: `.memory` or `.disk`, never one of the loader's sources.
+    public typealias Source = ImageSource
 }

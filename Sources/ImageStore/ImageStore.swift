@@ -9,14 +9,15 @@ import Synchronization
 /// every read and image validation on every write.
 ///
 /// ```swift
-/// let store = try ImageStore(path: "/var/cache/images")
-/// try store.put(pngBytes, for: "https://cdn.example.com/a.png")
-/// if let image = try store.get("https://cdn.example.com/a.png") { use(image.data) }
+/// let store = try await ImageStore.open(path: "/var/cache/images")
+/// try await store.async.put(pngBytes, for: "https://cdn.example.com/a.png")
+/// if let image = try store.image(for: "https://cdn.example.com/a.png") { use(image.data) }
 /// ```
 ///
 /// Thread safety: every method may be called from any thread at once. Reads run in their
 /// own snapshot on the caller's thread and never wait for a writer; writes are funnelled
-/// through one writer queue.
+/// through one writer queue. From Swift concurrency, write through `async` (`store.async`),
+/// whose calls suspend instead of blocking: the synchronous writes block their thread on I/O.
 ///
 /// A store is opened once per process: a second `init` for the same directory throws
 /// `alreadyOpen` until the first instance is closed. Another *process* may open the same
@@ -34,7 +35,7 @@ public final class ImageStore: Sendable {
     let maintenance: StoreMaintenance?
     let policy: ExpiryPolicy
     private let normalizer: URLNormalizer
-    private let validator: ImageValidator
+    let validator: ImageValidator
     /// Counters, gauges and the event seam (`Observability/`).
     let counters: StoreCounters
     private let isClosed = Atomic<Bool>(false)
@@ -134,8 +135,6 @@ public final class ImageStore: Sendable {
         counters.events.drain()  // the handler has heard every failure of the close before it returns
     }
 
-    /// An entry lifetime meaning "never expires", for `put(_:for:ttl:)`.
-    public static let never: TimeInterval = .infinity
 
     /// Deletes every expired entry now, in batches (the background sweeper does the same
     /// every `Configuration.sweepInterval`). With `dryRun`, only counts what would go.
@@ -146,7 +145,7 @@ public final class ImageStore: Sendable {
         guard let maintenance, let writes else {
             guard dryRun else { throw .readOnly(path: path) }
             let (count, bytes) = try tier.expiredSummary(now: Self.milliseconds(configuration.clock()))
-            return SweepReport(entries: count, bytes: bytes, batches: 0)
+            return SweepReport(entryCount: count, byteCount: bytes)
         }
         try writes.settle()
         return try ImageStoreError.rethrowing(path: path, operation: "sweeping expired entries") { try tier.writer.sync { try maintenance.sweep(dryRun: dryRun) } }
@@ -179,85 +178,60 @@ public final class ImageStore: Sendable {
     /// Validates and stores `data` as the image for `url`, replacing any previous entry.
     ///
     /// Returns once the write-ahead log holds the entry as durably as `durability` asks
-    /// (default: the configuration's, `.sync`: on stable storage). Reads see it at once.
+    /// (`.storeDefault`: the configuration's, by default `.sync`: on stable storage). Reads see
+    /// it at once. Blocks the calling thread on I/O: from Swift concurrency, call the `async`
+    /// form (ImageStore+Async.swift), which suspends instead.
     /// - Parameters:
-    ///   - ttl: seconds until the entry expires: nil for `Configuration.defaultTTL`,
-    ///     `ImageStore.never` (infinity) for never.
+    ///   - expiry: when the entry expires; `.storeDefault` for `Configuration.defaultTTL`.
     ///   - validators: the origin's `ETag`/`Last-Modified`, kept for revalidation.
     /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `emptyData`, `entryTooLarge`,
-    ///   `invalidImage`, `invalidArgument` (a `ttl` or batch interval out of range; all before
+    ///   `invalidImage`, `invalidArgument` (an expiry or batch interval out of range; all before
     ///   anything is written); `storeFull` (it would not fit; nothing written); `corruptStore`
     ///   (the tree is damaged where the put would go; nothing written); `diskFull`, `logFailed`
     ///   (not acknowledged, outcome unknown: the record may have reached the log, and then the
     ///   entry is present after reopening); `readOnly`; `closed` (nothing written).
     @discardableResult
-    public func put(_ data: Data, for url: String, ttl: TimeInterval? = nil, validators: CacheValidators = CacheValidators(),
-                    durability: Durability? = nil) throws(ImageStoreError) -> EntryInfo {
-        try checkOpen()
-        let writes = try writePath()
-        let (normalized, cacheKey) = try keys(for: url)
-        guard !data.isEmpty else { throw .emptyData }
-        let limit = min(configuration.maxEntryBytes, policy.budget?.low ?? .max)
-        guard data.count <= limit else { throw .entryTooLarge(byteCount: data.count, limit: limit) }
-        let facts = try validate(data, url: normalized)
-        let now = Self.milliseconds(configuration.clock())
-        let expiry = try policy.expiry(now: now, ttl: ttl)
-        var record = EntryRecord(
-            url: normalized, cacheKey: cacheKey, byteCount: data.count,
-            checksum: data.withUnsafeBytes(Checksum.blob), createdAt: now,
-            expiresAt: expiry.expiresAt, lastAccess: now, facts: facts, validators: validators)
-        record.slidingSeconds = expiry.slidingSeconds
-        try tier.checkWritable(cacheKey: cacheKey, record: record)
-        maintenance?.tracker.forget(cacheKey)
-        try writes.append(.put(record, data), durability: try resolved(durability))
-        counters.puts.add(1, ordering: .relaxed)
-        return Self.info(record)
+    public func put(_ data: Data, for url: String, expiry: Expiry = .storeDefault,
+                    validators: CacheValidators = CacheValidators(),
+                    durability: Durability = .storeDefault) throws(ImageStoreError) -> EntryInfo {
+        let write = try preparePut(data, for: url, ttl: expiry.seconds(from: configuration.clock()),
+                                   validators: validators, durability: durability)
+        try write.path.append(write.entry, durability: write.durability)
+        return finished(write)
     }
 
     /// Gives an existing entry (fresh or expired) a new life without changing its bytes: what a
     /// `304 Not Modified` answer to a revalidation means. Returns nil when there is no entry.
+    /// Blocks on I/O like `put`; the `async` form suspends instead.
     /// - Parameters:
-    ///   - ttl: seconds from now until it expires again (nil: the default TTL; `never`).
+    ///   - expiry: when it expires again (`.storeDefault`: the default TTL from now).
     ///   - validators: new validators, or nil to keep the entry's.
+    /// - Throws: as `put` (no validation errors: the bytes are not validated again).
     @discardableResult
-    public func refresh(_ url: String, ttl: TimeInterval?, validators: CacheValidators? = nil,
-                        durability: Durability? = nil) throws(ImageStoreError) -> EntryInfo? {
-        try checkOpen()
-        let writes = try writePath()
-        guard let current = try get(url, allowingStale: true) else { return nil }
-        let (normalized, cacheKey) = try keys(for: url)
-        let now = Self.milliseconds(configuration.clock())
-        let expiry = try policy.expiry(now: now, ttl: ttl)
-        var record = EntryRecord(
-            url: normalized, cacheKey: cacheKey, byteCount: current.data.count, checksum: current.info.checksum,
-            createdAt: Self.milliseconds(current.info.createdAt), expiresAt: expiry.expiresAt,
-            lastAccess: now, facts: current.info.image, validators: validators ?? current.info.validators)
-        record.slidingSeconds = expiry.slidingSeconds
-        try tier.checkWritable(cacheKey: cacheKey, record: record)
-        maintenance?.tracker.forget(cacheKey)
-        try writes.append(.put(record, current.data), durability: try resolved(durability))
-        return Self.info(record)
+    public func refresh(_ url: String, expiry: Expiry, validators: CacheValidators? = nil,
+                        durability: Durability = .storeDefault) throws(ImageStoreError) -> EntryInfo? {
+        guard let write = try prepareRefresh(url, ttl: expiry.seconds(from: configuration.clock()),
+                                             validators: validators, durability: durability) else { return nil }
+        try write.path.append(write.entry, durability: write.durability)
+        return finished(write)
     }
 
-    /// Removes the entry for `url`; returns whether there was one.
+    /// Removes the entry for `url`; returns whether there was one. Blocks on I/O like `put`;
+    /// the `async` form suspends instead.
     /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `corruptStore` (nothing
     ///   acknowledged), `storage`, `closed`.
     @discardableResult
-    public func remove(_ url: String, durability: Durability? = nil) throws(ImageStoreError) -> Bool {
-        try checkOpen()
-        let writes = try writePath()
-        let cacheKey = try keys(for: url).cacheKey
-        guard try record(cacheKey: cacheKey) != nil else { return false }
-        try tier.checkWritable(cacheKey: cacheKey, record: nil)
-        try writes.append(.delete(cacheKey: cacheKey), durability: try resolved(durability))
+    public func remove(_ url: String, durability: Durability = .storeDefault) throws(ImageStoreError) -> Bool {
+        guard let write = try prepareRemove(url, durability: durability) else { return false }
+        try write.path.append(write.entry, durability: write.durability)
         counters.removes.wrappingAdd(1, ordering: .relaxed)
         return true
     }
 
-    /// Removes every entry, atomically.
-    public func removeAll(durability: Durability? = nil) throws(ImageStoreError) {
-        try checkOpen()
-        try writePath().append(.deleteAll, durability: try resolved(durability))
+    /// Removes every entry, atomically. Blocks on I/O like `put`; the `async` form suspends.
+    public func removeAll(durability: Durability = .storeDefault) throws(ImageStoreError) {
+        let write = try prepareRemoveAll(durability: durability)
+        try write.path.append(write.entry, durability: write.durability)
     }
 
     // MARK: - Reading
@@ -266,10 +240,12 @@ public final class ImageStore: Sendable {
     /// `allowingStale`, an expired entry not yet swept is returned with `isStale` set (for
     /// callers that prefer an old image to none, such as offline use).
     ///
-    /// The bytes are verified against their checksum first.
+    /// The bytes are verified against their checksum first. Synchronous in every context: a
+    /// read is answered from memory, the pending log or one LMDB read, and never waits for a
+    /// writer (see `ImageStore.async`).
     /// - Throws: `checksumMismatch` when the stored bytes are corrupt (counted in
     ///   `statistics().corruptReads`, never served); URL errors; `storage`; `closed`.
-    public func get(_ url: String, allowingStale: Bool = false) throws(ImageStoreError) -> StoredImage? {
+    public func image(for url: String, allowingStale: Bool = false) throws(ImageStoreError) -> StoredImage? {
         try checkOpen()
         let cacheKey = try keys(for: url).cacheKey
         let now = Self.milliseconds(configuration.clock())  // one clock read per get
@@ -374,7 +350,7 @@ public final class ImageStore: Sendable {
     // MARK: - Helpers
 
     /// The newest record for `cacheKey`: the log's when it has one, else LMDB's.
-    private func record(cacheKey: String) throws(ImageStoreError) -> EntryRecord? {
+    func record(cacheKey: String) throws(ImageStoreError) -> EntryRecord? {
         switch writes?.index.lookup(cacheKey) ?? .unknown {
         case let .put(record, _): record
         case .deleted: nil
@@ -383,13 +359,13 @@ public final class ImageStore: Sendable {
     }
 
     /// The durability a call asked for, else the configuration's, with its interval checked.
-    private func resolved(_ durability: Durability?) throws(ImageStoreError) -> Durability {
-        guard let durability else { return configuration.durability }
+    func resolved(_ durability: Durability) throws(ImageStoreError) -> Durability {
+        guard durability != .storeDefault else { return configuration.durability }
         try Configuration.check(durability, name: "durability")
         return durability
     }
 
-    private func writePath() throws(ImageStoreError) -> WritePath {
+    func writePath() throws(ImageStoreError) -> WritePath {
         guard let writes else { throw .readOnly(path: path) }
         return writes
     }
@@ -404,7 +380,7 @@ public final class ImageStore: Sendable {
         return (normalized, cacheKey)
     }
 
-    private func validate(_ data: Data, url: String) throws(ImageStoreError) -> ImageFacts? {
+    func validate(_ data: Data, url: String) throws(ImageStoreError) -> ImageFacts? {
         let mode: ValidationMode
         switch configuration.validation {
         case .none: return nil
@@ -424,7 +400,7 @@ public final class ImageStore: Sendable {
         }
     }
 
-    private func isExpired(_ record: EntryRecord, now: Int64? = nil) -> Bool {
+    func isExpired(_ record: EntryRecord, now: Int64? = nil) -> Bool {
         guard let expiresAt = effectiveExpiry(record) else { return false }
         return expiresAt <= (now ?? Self.milliseconds(configuration.clock()))
     }
@@ -445,7 +421,7 @@ public final class ImageStore: Sendable {
         EntryInfo(
             url: record.url, byteCount: record.byteCount, checksum: record.checksum,
             createdAt: date(record.createdAt), expiresAt: record.expiresAt.map(date),
-            lastAccessedAt: date(record.lastAccess), image: record.facts, validators: record.validators)
+            lastAccessedAt: date(record.lastAccess), facts: record.facts, validators: record.validators)
     }
 
     /// Directories open in this process (by device and inode), to refuse a second open.

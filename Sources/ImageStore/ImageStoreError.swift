@@ -9,6 +9,21 @@ import LMDB
 /// unknown outcome, as after a failed `fsync` in any database: part or all of its record may
 /// have reached the log file, and then the entry is present after the store reopens. Nothing
 /// acknowledged is ever lost, and `closed` means the call did nothing.
+///
+/// ## Typed throws, and why an enum
+/// - The synchronous API throws `ImageStoreError` only, as typed throws
+///   (`throws(ImageStoreError)`): what can fail is one closed domain, the store (LMDB, the log,
+///   the validator and the file system are all mapped into it), so `catch` needs no cast.
+/// - The `async` interface (`ImageStore.async`, `ImageLoader.image(for:)`) throws untyped:
+///   besides `ImageStoreError` (or `ImageLoaderError`) it throws `CancellationError`, which
+///   `catch is CancellationError` must be able to match, as Swift concurrency expects.
+/// - The cases will grow. We weighed an open struct with `~=` (swift-system's `Errno`), which
+///   lets a new kind of error arrive without breaking anyone's `switch`, against the enum,
+///   whose cases carry typed context (paths, limits, offsets) that a `case let` binds. We keep
+///   the enum: the context is what makes the errors actionable, and turning it into a struct
+///   would break every `case let` in callers. The rule for callers instead: **switch over the
+///   cases you handle and end with `default:`**; a new case is listed under "Added errors" in
+///   CHANGELOG.md, and only breaks a `switch` without a `default`.
 public enum ImageStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     // MARK: Bad input (the store is unchanged)
     /// The URL was the empty string.

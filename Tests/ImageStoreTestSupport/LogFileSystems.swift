@@ -141,6 +141,8 @@ package final class GatedLogFileSystem: LogFileSystem, Sendable {
     package func holdNextWrite() { state.withLock { $0.armed = true } }
 
     package func waitUntilHeld() { wait { $0.held } }
+    /// Whether a write is held now (for async tests, which poll instead of blocking a thread).
+    package var isHeld: Bool { state.withLock { $0.held && !$0.released } }
     package func waitUntilClosed() { wait { $0.events.contains("close") } }
 
     package func release() {

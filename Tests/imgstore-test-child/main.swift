@@ -31,6 +31,8 @@ import LMDB
 //        put entries from THREADS threads until killed, printing "acked URL SIZE CHECKSUM"
 //   imgstore-test-child power-loss DIR WORKLOAD MODE SEED
 //        the power-loss test's writer (`PowerLossWorkload.swift`); runs until killed
+//   imgstore-test-child pool-heartbeat DIR SECONDS WRITERS SYNC_DELAY_MS MODE
+//        the pool-limited test's workload (`PoolHeartbeat.swift`)
 //   imgstore-test-child inspect DIR
 //        opens DIR with the default configuration, prints "entry URL CHECKSUM" for each entry
 //        it reads back whole, "problem …" for what verify finds, then closes it and exits
@@ -236,6 +238,9 @@ do {
         }
         for problem in try store.verify().unrepaired { say("problem \(problem)") }
         store.close()
+    case ("pool-heartbeat", 6):
+        try poolHeartbeat(directory: arguments[1], seconds: Int(arguments[2])!, writers: Int(arguments[3])!,
+                          syncDelay: Int(arguments[4])!, mode: arguments[5])
     case ("power-loss", 5):
         var workload = PowerLossWorkload(directory: arguments[1], mode: arguments[3], seed: UInt64(arguments[4])!)
         workload.run(arguments[2])

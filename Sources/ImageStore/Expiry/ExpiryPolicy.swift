@@ -21,7 +21,7 @@ struct ExpiryPolicy: Sendable {
     /// `Configuration.maxTTL` seconds.
     /// - Throws: `invalidArgument` for NaN, a negative value, or one over the limit.
     static func check(ttl: TimeInterval, name: String = "ttl") throws(ImageStoreError) {
-        guard ttl == ImageStore.never || (ttl >= 0 && ttl <= ImageStore.Configuration.maxTTL) else {
+        guard ttl == .infinity || (ttl >= 0 && ttl <= ImageStore.Configuration.maxTTL) else {
             throw .invalidArgument(name: name, value: "\(ttl)",
                                    allowed: "from 0 to \(Int(ImageStore.Configuration.maxTTL)) seconds (100 years), or ImageStore.never")
         }

@@ -52,7 +52,7 @@ final class StoreMaintenance: Sendable {
             onRemoved(removal.cacheKeys)
             counters.refreshSizes(tier)
         }
-        return SweepReport(entries: removal.cacheKeys.count, bytes: removal.bytes, batches: removal.batches)
+        return SweepReport(entryCount: removal.cacheKeys.count, byteCount: removal.bytes, batches: removal.batches)
     }
 
     /// When the pages in use (the quarantine's excluded) exceed the budget's high watermark,

@@ -34,6 +34,10 @@ extension ImageLoader {
         public var isSharedCache = false
         /// Extra headers sent with every request (such as `User-Agent` or an API key).
         public var headers: [String: String] = ["Accept": "image/png,image/jpeg,image/gif,image/webp,image/*;q=0.8"]
+        /// How durably downloads (and 304 renewals) are stored. Default `.batched` (synced within
+        /// 100 ms, no fsync wait per download): the origin is the source of truth, so a download
+        /// a power cut loses is simply fetched again. `.storeDefault` uses the store's.
+        public var durability: Durability = .batched(interval: Durability.defaultBatchInterval)
 
         public init() {}
     }

@@ -19,15 +19,15 @@ extension ImageLoader {
     /// One prefetch: a failure is reported to the store's event handler (it is also
     /// negatively cached, and counted in `metrics.failures`); a cancellation is not a failure.
     func prefetchOne(_ url: String) async {
-        do { _ = try await load(url) } catch {
-            if error != .cancelled { store.counters.events.emit(.backgroundFailure(.prefetch, error: error)) }
+        if case let .failure(error) = await loadResult(url), error != .cancelled {
+            store.report(.backgroundFailure(.prefetch, error: error))
         }
     }
 
     /// The store's normal form of `url`, so spellings of one URL share one download.
     /// - Throws: `invalidURL` with the store's reason (empty, malformed, too long).
     func normalized(_ url: String) throws(ImageLoaderError) -> String {
-        do { return try store.keys(for: url).url } catch {
+        do { return try store.normalizedURL(url) } catch {
             throw .invalidURL(url: URLNormalizer.excerpt(url), reason: error.description)
         }
     }

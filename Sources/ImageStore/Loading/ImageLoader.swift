@@ -11,13 +11,18 @@ import FoundationNetworking
 ///
 /// ```swift
 /// let loader = try ImageLoader(store: store)
-/// let image = try await loader.load("https://cdn.example.com/img/42.jpg")
+/// let image = try await loader.image(for: "https://cdn.example.com/img/42.jpg")
 /// print(image.source, image.facts.width, image.facts.height)
 /// ```
 ///
 /// - Coalescing: concurrent loads of one URL (spelled the same way) share one download. A
-///   caller whose task is cancelled stops waiting at once with `cancelled`; the download goes
-///   on for the others, and is cancelled when the last caller leaves.
+///   caller whose task is cancelled stops waiting at once with `CancellationError`; the
+///   download goes on for the others, and is cancelled when the last caller leaves.
+/// - Each download is validated once, by the store's validator (`ImageLoaderStore.validate`),
+///   and stored without a second check, with the loader's own `Configuration.durability`
+///   (default `.batched`: the origin is the source of truth, so a download a power cut loses
+///   is fetched again). The loader only calls the store's `async` writes: no load blocks a
+///   thread of Swift's cooperative pool.
 /// - Only whole, valid images are stored: a 2xx (not 206) body whose length matches its
 ///   `Content-Length`, within the store's `maxEntryBytes` (a larger one is aborted early),
 ///   that passes the structure check. Anything else fails, stores nothing, and is
@@ -30,13 +35,12 @@ import FoundationNetworking
 ///
 /// Thread safety: every method may be called from any task or thread at once.
 public final class ImageLoader: Sendable {
-    /// The store images are read from and written to.
-    public let store: ImageStore
+    /// The store images are read from and written to: an `ImageStore`, or a test's fake.
+    public let store: any ImageLoaderStore
     /// The loader's caching, fallback and concurrency settings, fixed at creation.
     public let configuration: Configuration
     private let transport: any ImageTransport
     private let limiter: DownloadLimiter
-    private let validator = ImageValidator()
     // LockedValue, not Mutex: ThreadSanitizer cannot see Mutex's futex on Linux (see Locking).
     private let state = LockedValue(State())
     let counters = Counters()
@@ -45,7 +49,7 @@ public final class ImageLoader: Sendable {
     /// The loader does not own the store: close it after the loader's last load.
     /// - Throws: `ImageStoreError.invalidArgument` naming the first field of `configuration`
     ///   out of range (see `Configuration`'s fields for each range).
-    public init(store: ImageStore, configuration: Configuration = .init(),
+    public init(store: any ImageLoaderStore, configuration: Configuration = .init(),
                 transport: any ImageTransport = URLSessionTransport()) throws(ImageStoreError) {
         try configuration.validate()
         self.store = store
@@ -60,26 +64,50 @@ public final class ImageLoader: Sendable {
     /// revalidated) and stored; an expired entry when the origin fails and
     /// `Configuration.staleFallback` allows it.
     ///
-    /// Cancelling the calling task ends this call with `cancelled` at once; a download other
-    /// callers share goes on.
-    /// - Throws: `invalidURL`; `recentlyFailed` (negative cache); `unreachable`, `timedOut`,
-    ///   `httpStatus` (with no usable stale entry); `responseTooLarge`, `lengthMismatch`,
-    ///   `emptyBody`, `invalidImage` (nothing stored); `store` (the store failed, or cannot
-    ///   store: `readOnly`, `diskFull`, `storeFull`, …); `transport`; `cancelled`.
+    /// Cancelling the calling task ends this call with `CancellationError` at once; a download
+    /// other callers share goes on.
+    /// - Throws: `ImageLoaderError`: `invalidURL`; `recentlyFailed` (negative cache);
+    ///   `unreachable`, `timedOut`, `httpStatus` (with no usable stale entry);
+    ///   `responseTooLarge`, `lengthMismatch`, `emptyBody`, `invalidImage` (nothing stored);
+    ///   `store` (the store failed, or cannot store: `readOnly`, `diskFull`, `storeFull`, …);
+    ///   `transport`. Or `CancellationError`.
+    public func image(for url: String) async throws -> LoadedImage {
+        let result = await loadResult(url)
+        if case .failure(.cancelled) = result { throw CancellationError() }
+        return try result.get()
+    }
+
+    /// `image(for:)` for a `URL`.
+    public func image(for url: URL) async throws -> LoadedImage { try await image(for: url.absoluteString) }
+
+    /// The old name of `image(for:)`, which reports cancellation as `ImageLoaderError.cancelled`.
+    @available(*, deprecated, renamed: "image(for:)", message: "image(for:) throws CancellationError when cancelled")
     public func load(_ url: String) async throws(ImageLoaderError) -> LoadedImage {
-        guard !Task.isCancelled else { throw .cancelled }
+        try await loadResult(url).get()
+    }
+
+    /// The outcome of one load; cancellation is `.cancelled`.
+    func loadResult(_ requestedURL: String) async -> Result<LoadedImage, ImageLoaderError> {
+        guard !Task.isCancelled else { return .failure(.cancelled) }
         // Spellings of one URL (case of scheme and host, default port, fragment) share one
         // download and one negative-cache entry: work with the store's normal form from here.
-        let url = try normalized(url)
-        let requestURL = try Self.requestURL(url)
-        let stored = try readStore(url)
-        if let stored, !stored.isStale, let image = image(from: stored, url: url, source: stored.source == .memory ? .memory : .disk) { return image }
+        let url: String
+        let requestURL: URL
+        let stored: StoredImage?
+        do throws(ImageLoaderError) {
+            url = try normalized(requestedURL)
+            requestURL = try Self.requestURL(url)
+            stored = try readStore(url)
+        } catch {
+            return .failure(error)
+        }
+        if let stored, !stored.isStale, let image = image(from: stored, url: url, source: stored.source) { return .success(image) }
         if let failure = recentFailure(for: url) {
             counters.negativeHits.add(1, ordering: .relaxed)
-            if let image = staleFallback(failure, stored: stored, url: url) { return image }
-            throw failure
+            if let image = staleFallback(failure, stored: stored, url: url) { return .success(image) }
+            return .failure(failure)
         }
-        return try await joinDownload(url, requestURL: requestURL).get()
+        return await joinDownload(url, requestURL: requestURL)
     }
 
     /// Starts loading `urls` into the store in the background and returns at once. Failures
@@ -93,7 +121,7 @@ public final class ImageLoader: Sendable {
             await withTaskGroup(of: Void.self) { group in
                 for (index, url) in urls.enumerated() {
                     if index >= width { await group.next() }
-                    group.addTask { await self.prefetchOne(url) }
+                    group.addTask { await self.prefetchOne(url) }  // failures are negatively cached and reported
                 }
             }
         }
@@ -186,7 +214,7 @@ public final class ImageLoader: Sendable {
         // Another download (or another process) may have filled the store meanwhile.
         let stored: StoredImage?
         do { stored = try readStore(url) } catch { return .failure(error) }
-        if let stored, !stored.isStale, let image = image(from: stored, url: url, source: stored.source == .memory ? .memory : .disk) { return .success(image) }
+        if let stored, !stored.isStale, let image = image(from: stored, url: url, source: stored.source) { return .success(image) }
 
         guard await limiter.acquire() else { return .failure(.cancelled) }
         defer { limiter.release() }
@@ -206,7 +234,7 @@ public final class ImageLoader: Sendable {
             return fail(url, error, stored: stored)
         }
         counters.bytes.add(body.count, ordering: .relaxed)
-        return handle(response, body: body, url: url, stored: stored)
+        return await handle(response, body: body, url: url, stored: stored)
     }
 
     /// The transport's answer, or a typed error; `timedOut` after `Configuration.timeout`.
@@ -230,12 +258,12 @@ public final class ImageLoader: Sendable {
 
     /// What a response means: a stored image, a renewed one, or a failure.
     private func handle(_ response: HTTPURLResponse, body: Data, url: String,
-                        stored: StoredImage?) -> Result<LoadedImage, ImageLoaderError> {
+                        stored: StoredImage?) async -> Result<LoadedImage, ImageLoaderError> {
         let headers = HTTPFreshness.headers(of: response)
         let freshness = HTTPFreshness(headers: headers, now: store.configuration.clock(), configuration: configuration)
         let status = response.statusCode
         if status == 304, let stored {
-            return revalidated(stored, url: url, headers: headers, freshness: freshness)
+            return await revalidated(stored, url: url, headers: headers, freshness: freshness)
         }
         // 206 is a part of the image, 304 without a stored entry answers a question we did not ask.
         guard (200...299).contains(status), status != 206 else {
@@ -252,42 +280,58 @@ public final class ImageLoader: Sendable {
             return fail(url, .lengthMismatch(url: url, expected: Int(response.expectedContentLength), received: body.count),
                         stored: stored)
         }
-        let facts: ImageFacts
-        do { facts = try validator.validate(body, mode: .structure) } catch {
-            return fail(url, .invalidImage(url: url, reason: error.description), stored: stored)
-        }
-        clearFailure(for: url)
-        guard freshness.isStorable else {
-            // The origin forbids keeping this response, and an older copy must not outlive it.
-            if stored != nil { store.counters.events.attempt(.removingUncacheable) { () throws(ImageStoreError) in _ = try store.remove(url) } }
-            return .success(LoadedImage(url: url, data: body, facts: facts, source: .network, expiresAt: nil,
-                                        isStored: false, staleReason: nil))
-        }
-        let validators = CacheValidators(etag: headers["etag"], lastModified: headers["last-modified"])
-        do {
-            let info = try store.put(body, for: url, ttl: freshness.ttl, validators: validators)
-            return .success(LoadedImage(url: url, data: body, facts: info.image ?? facts, source: .network,
-                                        expiresAt: info.expiresAt, isStored: true, staleReason: nil))
-        } catch {
+        // The one validation of this download, by the store's rules; the put trusts it.
+        let image: ValidatedImage
+        do { image = try store.validate(body, for: url) } catch {
             if case let .invalidImage(_, reason) = error {
-                // The store validates more strictly (rejectInvalidDeep) than the loader.
                 return fail(url, .invalidImage(url: url, reason: reason), stored: stored)
             }
             return .failure(.store(error))
         }
+        clearFailure(for: url)
+        let durability = configuration.durability
+        guard freshness.isStorable else {
+            // The origin forbids keeping this response, and an older copy must not outlive it.
+            // Best effort: the answer is served either way, and an old copy left behind expires.
+            if stored != nil {
+                do { try await store.forget(url, durability: durability) } catch {
+                    store.report(.backgroundFailure(.removingUncacheable, error: error))
+                }
+            }
+            return .success(LoadedImage(url: url, data: body, facts: image.facts, source: .network, expiresAt: nil,
+                                        isStored: false, staleReason: nil))
+        }
+        let validators = CacheValidators(etag: headers["etag"], lastModified: headers["last-modified"])
+        do {
+            let info = try await store.store(image, for: url, expiry: .after(.seconds(freshness.ttl)),
+                                             validators: validators, durability: durability)
+            return .success(LoadedImage(url: url, data: body, facts: info.facts ?? image.facts, source: .network,
+                                        expiresAt: info.expiresAt, isStored: true, staleReason: nil))
+        } catch {
+            return .failure(Self.storeError(error))
+        }
+    }
+
+    /// A store write's error as the loader reports it.
+    private static func storeError(_ error: any Error) -> ImageLoaderError {
+        if let error = error as? ImageStoreError { return .store(error) }
+        return .cancelled  // the store's async writes throw ImageStoreError or CancellationError
     }
 
     /// A 304: the stored bytes are current; renew their lifetime (and validators).
     private func revalidated(_ stored: StoredImage, url: String, headers: [String: String],
-                             freshness: HTTPFreshness) -> Result<LoadedImage, ImageLoaderError> {
+                             freshness: HTTPFreshness) async -> Result<LoadedImage, ImageLoaderError> {
         counters.notModified.add(1, ordering: .relaxed)
         clearFailure(for: url)
         let validators = CacheValidators(
             etag: headers["etag"] ?? stored.info.validators.etag,
             lastModified: headers["last-modified"] ?? stored.info.validators.lastModified)
         let info: EntryInfo?
-        do { info = try store.refresh(url, ttl: freshness.isStorable ? freshness.ttl : 0, validators: validators) } catch {
-            return .failure(.store(error))
+        do {
+            info = try await store.renew(url, expiry: .after(.seconds(freshness.isStorable ? freshness.ttl : 0)),
+                                         validators: validators, durability: configuration.durability)
+        } catch {
+            return .failure(Self.storeError(error))
         }
         guard var image = image(from: stored, url: url, source: .revalidated) else {
             return .failure(.invalidImage(url: url, reason: "the stored entry is not a valid image"))
@@ -334,9 +378,9 @@ public final class ImageLoader: Sendable {
     /// not an image), so the caller downloads it again.
     private func image(from stored: StoredImage, url: String, source: LoadedImage.Source) -> LoadedImage? {
         let facts: ImageFacts
-        if let known = stored.info.image { facts = known } else {
+        if let known = stored.info.facts { facts = known } else {
             // Stored unvalidated and not an image: not a failure, the caller downloads it again.
-            do { facts = try validator.validate(stored.data, mode: .structure) } catch { return nil }
+            do { facts = try store.validate(stored.data, for: url).facts } catch { return nil }
         }
         return LoadedImage(url: url, data: stored.data, facts: facts, source: source, expiresAt: stored.info.expiresAt,
                            isStored: true, staleReason: nil)
@@ -345,7 +389,7 @@ public final class ImageLoader: Sendable {
     /// The stored entry, fresh or expired; nil when missing or corrupt (a corrupt entry is
     /// downloaded again, and the put replaces it).
     private func readStore(_ url: String) throws(ImageLoaderError) -> StoredImage? {
-        do { return try store.get(url, allowingStale: true) } catch {
+        do { return try store.image(for: url, allowingStale: true) } catch {
             if case .checksumMismatch = error { return nil }
             throw .store(error)
         }

@@ -3,22 +3,8 @@ import Foundation
 /// An image returned by `ImageLoader.load`: its bytes, what the validator learned from them,
 /// and where they came from.
 public struct LoadedImage: Sendable, Hashable {
-    /// Where a loaded image came from.
-    public enum Source: String, Sendable, Hashable {
-        /// The store's memory tier. (Reported once the store says which tier answered; until
-        /// then every store hit is `.disk`.)
-        case memory
-        /// The store, fresh.
-        case disk
-        /// Downloaded now (and stored, unless the origin said `no-store`).
-        case network
-        /// The stored entry had expired; a conditional request got `304 Not Modified`, so the
-        /// stored bytes were served and their expiry renewed.
-        case revalidated
-        /// The stored entry had expired and the origin failed (`staleReason`); served anyway
-        /// under `ImageLoader.Configuration.staleFallback`.
-        case stale
-    }
+    /// Where a loaded image came from (the same type as `StoredImage.Source`).
+    public typealias Source = ImageSource
 
     /// The URL as passed to `load`.
     public var url: String
@@ -34,4 +20,16 @@ public struct LoadedImage: Sendable, Hashable {
     public var isStored: Bool
     /// For `.stale`: the origin's failure that made the loader fall back to the stale entry.
     public var staleReason: ImageLoaderError?
+
+    /// A loaded image as `ImageLoader` returns it; public so that tests can build one.
+    public init(url: String, data: Data, facts: ImageFacts, source: Source, expiresAt: Date? = nil,
+                isStored: Bool = true, staleReason: ImageLoaderError? = nil) {
+        self.url = url
+        self.data = data
+        self.facts = facts
+        self.source = source
+        self.expiresAt = expiresAt
+        self.isStored = isStored
+        self.staleReason = staleReason
+    }
 }

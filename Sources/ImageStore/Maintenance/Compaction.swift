@@ -87,7 +87,7 @@ extension ImageStore {
         }
         guard let writes else { throw .readOnly(path: path) }
         try refuseWhileShared()  // before purging anything
-        let expired = options.purgeExpired ? try sweepExpired().entries : 0
+        let expired = options.purgeExpired ? try sweepExpired().entryCount : 0
         let quarantined = options.purgeQuarantine ? try purgeQuarantine() : 0
         try writes.checkpoint()
         try ImageStoreError.rethrowing(path: path, operation: "compacting") {
@@ -122,7 +122,7 @@ extension ImageStore {
     private func swapInCompactedCopy() throws {
         let environment = tier.environment
         let copy = CompactionLeftovers.copyPath(forStoreAt: path)
-        let fd = open(copy, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        let fd = Glibc.open(copy, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw ImageStoreError.storage(path: path, detail: "cannot create \(copy): \(String(cString: strerror(errno)))") }
         var installed = false
         defer {

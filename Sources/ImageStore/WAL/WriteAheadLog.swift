@@ -34,7 +34,7 @@ final class WriteAheadLog: Sendable {
     }
 
     /// A queued record, until the leader writes it.
-    private struct Queued {
+    struct Queued {
         var sequence: UInt64
         var entry: LogEntry
         var needsSync: Bool
@@ -46,7 +46,7 @@ final class WriteAheadLog: Sendable {
     }
 
     /// The segment being written.
-    private struct OpenSegment {
+    struct OpenSegment {
         var number: UInt64
         var file: any LogFile
         var size = 0
@@ -55,7 +55,7 @@ final class WriteAheadLog: Sendable {
     }
 
     /// Everything below is guarded by `condition`'s lock.
-    private struct State {
+    struct State {
         var nextSequence: UInt64
         var queue: [Queued] = []
         var writtenSequence: UInt64
@@ -72,12 +72,14 @@ final class WriteAheadLog: Sendable {
         var isClosed = false
         /// The applier's failure: appends (and writers parked in back-pressure) throw it.
         var stopped: ImageStoreError?
+        /// Tasks suspended in `appendAsync` (see WriteAheadLog+Async.swift).
+        var suspended = SuspendedWriters()
     }
 
     let options: Options
-    private let condition = NSCondition()
+    let condition = NSCondition()
     // Guarded by `condition`; never touched without holding it.
-    private nonisolated(unsafe) var state: State
+    nonisolated(unsafe) var state: State
     /// Receives written records in sequence order, from the leader; hands them to the applier.
     private let onWritten: @Sendable ([SequencedEntry]) -> Void
     /// Told which records a failed write lost, so the pending index stops serving them.
@@ -94,6 +96,7 @@ final class WriteAheadLog: Sendable {
         state = State(nextSequence: nextSequence, writtenSequence: nextSequence - 1, syncedSequence: nextSequence - 1)
         state.segment = try Self.openSegment(firstSegment, options: options)
         startFlusher()
+        startLeader()
     }
 
     // MARK: - Appending
@@ -109,31 +112,21 @@ final class WriteAheadLog: Sendable {
     ///   a record whose write or sync failed.
     @discardableResult
     func append(_ entry: LogEntry, durability: Durability, publish: (UInt64) -> Void) throws(ImageStoreError) -> UInt64 {
-        let parts = entry.payloadParts()
-        let payloadBytes = parts.reduce(0) { $0 + $1.count }
-        // The bound is the format's, so a record any opener would refuse is never acknowledged.
-        guard payloadBytes <= WALFormat.maxPayloadBytes else {
-            throw .entryTooLarge(byteCount: payloadBytes, limit: WALFormat.maxPayloadBytes)
-        }
+        let parts = try Self.payloadParts(of: entry)
         condition.lock()
         defer { condition.unlock() }
-        let cost = entry.memoryCost
         // Back-pressure: wait while the applier is behind, helping to write the queue so it can
-        // catch up. A single record larger than the limit still passes when nothing is pending.
-        while try checkAccepting() && state.unappliedBytes > 0 && state.unappliedBytes + cost > options.maxUnappliedBytes {
+        // catch up.
+        while try !hasRoom(for: entry.memoryCost) {
             if !state.queue.isEmpty && !state.leaderActive { lead(forceSync: false) } else { condition.wait() }
         }
-
-        let sequence = state.nextSequence
-        state.nextSequence += 1
+        let sequence = enqueue(entry, parts: parts, durability: durability, publish: publish)
         let needsSync = if case .sync = durability { true } else { false }
-        let bytes = WALFormat.headerByteCount + payloadBytes
-        state.queue.append(Queued(sequence: sequence, entry: entry, needsSync: needsSync, cost: cost, parts: parts, bytes: bytes))
-        state.unappliedBytes += cost
-        publish(sequence)
 
         switch durability {
-        case .none:
+        case .background, .storeDefault:
+            // Invariant: the store resolves `.storeDefault` before anything reaches the log.
+            assert(durability != .storeDefault)
             return sequence
         case .batched:
             while state.writtenSequence < sequence {
@@ -150,16 +143,50 @@ final class WriteAheadLog: Sendable {
         return sequence
     }
 
+    /// The payload of `entry`, encoded once (the image bytes are not copied).
+    /// - Throws: `entryTooLarge` over `WALFormat.maxPayloadBytes`: the bound is the format's, so
+    ///   a record any opener would refuse is never acknowledged.
+    static func payloadParts(of entry: LogEntry) throws(ImageStoreError) -> [Data] {
+        let parts = entry.payloadParts()
+        let payloadBytes = parts.reduce(0) { $0 + $1.count }
+        guard payloadBytes <= WALFormat.maxPayloadBytes else {
+            throw .entryTooLarge(byteCount: payloadBytes, limit: WALFormat.maxPayloadBytes)
+        }
+        return parts
+    }
+
+    /// Whether a record costing `cost` may be queued now, or must wait for the applier
+    /// (back-pressure). A single record larger than the limit passes when nothing is pending.
+    /// - Throws: what stops new appends (see `checkAccepting`). Called with the lock held.
+    func hasRoom(for cost: Int) throws(ImageStoreError) -> Bool {
+        try checkAccepting()
+            && !(state.unappliedBytes > 0 && state.unappliedBytes + cost > options.maxUnappliedBytes)
+    }
+
+    /// Queues `entry` with the next sequence number and publishes it; returns the number.
+    /// Called with the lock held, once back-pressure let it in.
+    func enqueue(_ entry: LogEntry, parts: [Data], durability: Durability, publish: (UInt64) -> Void) -> UInt64 {
+        let sequence = state.nextSequence
+        state.nextSequence += 1
+        let needsSync = if case .sync = durability { true } else { false }
+        let bytes = WALFormat.headerByteCount + parts.reduce(0) { $0 + $1.count }
+        let cost = entry.memoryCost
+        state.queue.append(Queued(sequence: sequence, entry: entry, needsSync: needsSync, cost: cost, parts: parts, bytes: bytes))
+        state.unappliedBytes += cost
+        publish(sequence)
+        return sequence
+    }
+
     /// Throws what stops new appends (closed, failed, applier stopped); true otherwise.
     /// Called with the lock held.
-    private func checkAccepting() throws(ImageStoreError) -> Bool {
+    func checkAccepting() throws(ImageStoreError) -> Bool {
         if state.isClosed { throw .closed(path: options.directory) }
         if let failure = state.failure { throw map(failure) }
         if let stopped = state.stopped { throw stopped }
         return true
     }
 
-    private func map(_ error: LogIOError) -> ImageStoreError { WritePath.map(error, directory: options.directory) }
+    func map(_ error: LogIOError) -> ImageStoreError { WritePath.map(error, directory: options.directory) }
 
     /// The applier stopped with `error`: wakes every writer, parked in back-pressure or about
     /// to append, with it. Records already queued are still written (they are acknowledged
@@ -167,7 +194,7 @@ final class WriteAheadLog: Sendable {
     func stop(with error: ImageStoreError) {
         condition.lock()
         state.stopped = state.stopped ?? error
-        condition.broadcast()
+        wakeAll()
         condition.unlock()
     }
 
@@ -198,7 +225,7 @@ final class WriteAheadLog: Sendable {
         state.unappliedBytes -= bytes
         // Invariant: only bytes that were counted in are released.
         assert(state.unappliedBytes >= 0)
-        condition.broadcast()
+        wakeAll()
         condition.unlock()
     }
 
@@ -206,7 +233,7 @@ final class WriteAheadLog: Sendable {
 
     /// Writes the head of the queue (up to the batch caps) as one batch. Called and returns
     /// with the lock held; drops it for the I/O so other writers can queue meanwhile.
-    private func lead(forceSync: Bool) {
+    func lead(forceSync: Bool) {
         // Invariant: one leader at a time, so the file is written in sequence order.
         assert(!state.leaderActive)
         state.leaderActive = true
@@ -267,7 +294,7 @@ final class WriteAheadLog: Sendable {
             if !batch.isEmpty { onWritten(batch.map { SequencedEntry(sequence: $0.sequence, entry: $0.entry) }) }
         }
         state.leaderActive = false
-        condition.broadcast()
+        wakeAll()
     }
 
     /// Writes the batch's records back to back. Headers and small payloads are copied into one
@@ -364,12 +391,13 @@ final class WriteAheadLog: Sendable {
         condition.lock()
         defer { condition.unlock() }
         state.isClosed = true
-        condition.broadcast()  // writers parked in back-pressure now throw `closed`
+        wakeAll()  // writers parked in back-pressure now throw `closed`
         _ = drain()  // a failure is already the log's state: what it lost is not acknowledged
         while state.leaderActive { condition.wait() }
         guard let segment = state.segment else { return nil }
         segment.file.close()
         state.segment = nil
+        condition.broadcast()  // the leader thread ends
         return (segment.number, segment.lastSequence)
     }
 

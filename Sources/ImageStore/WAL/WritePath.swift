@@ -94,12 +94,7 @@ final class WritePath: Sendable {
     func append(_ entry: LogEntry, durability: Durability) throws(ImageStoreError) {
         if let failure = applier.failure { throw failure }
         let need = MapSpace.need(entry)
-        if !space.reserve(need) {
-            // The estimate may be stale: settle, measure once more, then refuse.
-            try settle()
-            space.measured(try tier.availableBytes())
-            guard space.reserve(need) else { throw .storeFull(path: directory, limit: tier.maxMapSize) }
-        }
+        if !space.reserve(need) { try reserveAfterSettling(need) }
         do {
             try log.append(entry, durability: durability) { sequence in index.record(entry, sequence: sequence) }
         } catch {
@@ -111,6 +106,38 @@ final class WritePath: Sendable {
             }
             throw error
         }
+    }
+
+    /// Appends as `append` does, suspending the task instead of blocking its thread (see
+    /// `WriteAheadLog.appendAsync`, also for what cancellation leaves behind).
+    /// - Throws: `CancellationError`, or what `append` throws.
+    func appendAsync(_ entry: LogEntry, durability: Durability) async throws {
+        if let failure = applier.failure { throw failure }
+        let need = MapSpace.need(entry)
+        if !space.reserve(need) {
+            try await Blocking.run { [self] () throws(ImageStoreError) in try reserveAfterSettling(need) }
+        }
+        var queued = false
+        do {
+            try await log.appendAsync(entry, durability: durability) { sequence in
+                queued = true
+                index.record(entry, sequence: sequence)
+            }
+        } catch {
+            // Refused before it was queued: it will never be applied. A queued record keeps its
+            // reservation, as in `append`.
+            if !queued { space.unreserve(need) }
+            throw error
+        }
+    }
+
+    /// The map-space estimate may be stale: settles, measures once more, then reserves `need`
+    /// or refuses.
+    /// - Throws: `storeFull` when it does not fit; what `settle` throws.
+    private func reserveAfterSettling(_ need: Int) throws(ImageStoreError) {
+        try settle()
+        space.measured(try tier.availableBytes())
+        guard space.reserve(need) else { throw .storeFull(path: directory, limit: tier.maxMapSize) }
     }
 
     /// Waits until LMDB holds every write acknowledged before the call (and syncs the log).

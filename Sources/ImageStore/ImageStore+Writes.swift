@@ -1,0 +1,97 @@
+import Foundation
+
+/// The checks and record building every write shares, synchronous or `async`: each public
+/// write prepares, appends (blocking or suspending), then finishes.
+extension ImageStore {
+    /// A write checked and ready to log.
+    struct PreparedWrite {
+        var path: WritePath
+        var entry: LogEntry
+        var durability: Durability
+        /// The entry's metadata after the write; nil for removals.
+        var record: EntryRecord?
+        /// Counted in `statistics().puts` once logged (a refresh is not).
+        var isPut = false
+    }
+
+    /// Checks a put and builds its record. `validated` carries facts this store's validator
+    /// produced for exactly these bytes (the loader's), so they are not validated twice.
+    /// - Throws: everything `put` throws before anything is written.
+    func preparePut(_ data: Data, for url: String, ttl: TimeInterval?, validators: CacheValidators,
+                    durability: Durability, validated: ValidatedImage? = nil) throws(ImageStoreError) -> PreparedWrite {
+        try checkOpen()
+        let writes = try writePath()
+        let (normalized, cacheKey) = try keys(for: url)
+        guard !data.isEmpty else { throw .emptyData }
+        let limit = min(configuration.maxEntryBytes, policy.budget?.low ?? .max)
+        guard data.count <= limit else { throw .entryTooLarge(byteCount: data.count, limit: limit) }
+        let facts: ImageFacts?
+        if let validated, validated.isVouched(by: self, for: data) {
+            facts = validated.facts
+        } else {
+            facts = try validate(data, url: normalized)
+        }
+        let now = Self.milliseconds(configuration.clock())
+        let expiry = try policy.expiry(now: now, ttl: ttl)
+        var record = EntryRecord(
+            url: normalized, cacheKey: cacheKey, byteCount: data.count,
+            checksum: data.withUnsafeBytes(Checksum.blob), createdAt: now,
+            expiresAt: expiry.expiresAt, lastAccess: now, facts: facts, validators: validators)
+        record.slidingSeconds = expiry.slidingSeconds
+        let write = PreparedWrite(
+            path: writes, entry: .put(record, data), durability: try resolved(durability), record: record, isPut: true)
+        try checkWritable(write)
+        return write
+    }
+
+    /// Checks a refresh and builds its record (the entry's bytes with a new lifetime); nil
+    /// when there is no entry.
+    func prepareRefresh(_ url: String, ttl: TimeInterval?, validators: CacheValidators?,
+                        durability: Durability) throws(ImageStoreError) -> PreparedWrite? {
+        try checkOpen()
+        let writes = try writePath()
+        guard let current = try image(for: url, allowingStale: true) else { return nil }
+        let (normalized, cacheKey) = try keys(for: url)
+        let now = Self.milliseconds(configuration.clock())
+        let expiry = try policy.expiry(now: now, ttl: ttl)
+        var record = EntryRecord(
+            url: normalized, cacheKey: cacheKey, byteCount: current.data.count, checksum: current.info.checksum,
+            createdAt: Self.milliseconds(current.info.createdAt), expiresAt: expiry.expiresAt,
+            lastAccess: now, facts: current.info.facts, validators: validators ?? current.info.validators)
+        record.slidingSeconds = expiry.slidingSeconds
+        let write = PreparedWrite(path: writes, entry: .put(record, current.data), durability: try resolved(durability), record: record)
+        try checkWritable(write)
+        return write
+    }
+
+    /// Checks a removal; nil when there is no entry to remove.
+    func prepareRemove(_ url: String, durability: Durability) throws(ImageStoreError) -> PreparedWrite? {
+        try checkOpen()
+        let writes = try writePath()
+        let cacheKey = try keys(for: url).cacheKey
+        guard try record(cacheKey: cacheKey) != nil else { return nil }
+        try tier.checkWritable(cacheKey: cacheKey, record: nil)
+        return PreparedWrite(path: writes, entry: .delete(cacheKey: cacheKey), durability: try resolved(durability), record: nil)
+    }
+
+    func prepareRemoveAll(durability: Durability) throws(ImageStoreError) -> PreparedWrite {
+        try checkOpen()
+        return PreparedWrite(path: try writePath(), entry: .deleteAll, durability: try resolved(durability), record: nil)
+    }
+
+    /// Checks that the tree takes a put's record where it goes, and forgets the entry's
+    /// noted access time (the record carries the new one).
+    private func checkWritable(_ write: PreparedWrite) throws(ImageStoreError) {
+        guard let record = write.record else { return }
+        try tier.checkWritable(cacheKey: record.cacheKey, record: record)
+        maintenance?.tracker.forget(record.cacheKey)
+    }
+
+    /// What a put or refresh returns once its record is logged.
+    func finished(_ write: PreparedWrite) -> EntryInfo {
+        // Invariant: only puts and refreshes (which carry a record) are finished this way.
+        assert(write.record != nil)
+        if write.isPut { counters.puts.add(1, ordering: .relaxed) }
+        return Self.info(write.record!)
+    }
+}
