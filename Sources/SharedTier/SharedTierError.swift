@@ -74,3 +74,22 @@ public enum SharedTierError: Error, Sendable, Equatable, CustomStringConvertible
         }
     }
 }
+
+extension SharedTierError {
+    /// A short stable name of the case, for metrics (`timedOut`, `unreachable`, …).
+    public var kind: String {
+        switch self {
+        case .badCredentials: return "badCredentials"
+        case .unknownBucket: return "unknownBucket"
+        case .timedOut: return "timedOut"
+        case .unreachable: return "unreachable"
+        case .corruptBody: return "corruptBody"
+        case .serverError: return "serverError"
+        case .unexpectedStatus: return "unexpectedStatus"
+        case .invalidResponse: return "invalidResponse"
+        case .invalidConfiguration: return "invalidConfiguration"
+        case .missingCredentials: return "missingCredentials"
+        case .cancelled: return "cancelled"
+        }
+    }
+}
