@@ -61,7 +61,7 @@ let package = Package(
         .testTarget(
             name: "ImageStoreTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB", "Locking", "imgstore-test-child"],
             exclude: ["Loading/test_server.py"]),
-        .testTarget(name: "SharedTierTests", dependencies: ["SharedTier", "Locking"], exclude: ["Fixtures"]),
+        .testTarget(name: "SharedTierTests", dependencies: ["SharedTier", "ImageStoreTestSupport", "Locking"], exclude: ["Fixtures"]),
         .testTarget(name: "ImgstoreAdminTests", dependencies: ["ImageStoreTestSupport", "imgstore-admin"]),
     ],
     swiftLanguageModes: [.v6]

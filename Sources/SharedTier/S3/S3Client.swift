@@ -107,7 +107,15 @@ public final class S3Client: Sendable {
     ///   `unexpectedStatus` (400 `BadDigest`: the bytes were damaged on the way), `cancelled`.
     public func put(_ key: String, body: Data, metadata: [String: String], contentType: String,
                     condition: S3WriteCondition) async throws(SharedTierError) -> S3WriteOutcome {
-        var headers = Self.metadataHeaders(metadata, bodySHA256: Digest.hex(Digest.sha256(body)))
+        try await put(key, body: body, metadata: metadata, contentType: contentType, condition: condition,
+                      recordedSHA256: Digest.hex(Digest.sha256(body)))
+    }
+
+    /// `put` recording `recordedSHA256` as the body's checksum: the tests' way to store an
+    /// object whose bytes differ from its checksum, as damage underneath would leave it.
+    package func put(_ key: String, body: Data, metadata: [String: String], contentType: String,
+                     condition: S3WriteCondition, recordedSHA256: String) async throws(SharedTierError) -> S3WriteOutcome {
+        var headers = Self.metadataHeaders(metadata, bodySHA256: recordedSHA256)
         headers.append((name: "Content-Type", value: contentType))
         headers.append((name: "Content-MD5", value: Data(Digest.md5(body)).base64EncodedString()))
         switch condition {
