@@ -103,8 +103,13 @@ public final class SharedTier: Sendable {
     public func waitForUploads() async { await queue.waitUntilIdle() }
 
     /// Rewrites the metadata of `entry`'s object (a revalidated expiry, new validators)
-    /// without sending the bytes again: a copy-in-place, if the object is still the version
-    /// `entry.objectETag` names. `bodySHA256` defaults to the checksum of `entry.body`.
+    /// without sending the bytes again: a copy-in-place, if the object still has the bytes
+    /// `entry.objectETag` names (`x-amz-copy-source-if-match`).
+    ///
+    /// The ETag of a plain PUT is the MD5 of the bytes, and a copy keeps it, so the condition
+    /// guards against a newer download (other bytes) but not against another host's refresh
+    /// of the same bytes: two refreshes race last-writer-wins, and both are revalidations the
+    /// origin answered.
     public func refreshMetadata(_ entry: SharedEntry) async -> SharedWriteOutcome {
         let metadata = ObjectLayout.metadata(of: entry)
         let key = key(for: entry.url)

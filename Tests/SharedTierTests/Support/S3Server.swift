@@ -14,6 +14,10 @@ final class S3Server: Sendable {
 
     static let credentials = S3Credentials(accessKeyID: "imgstore-test-key", secretAccessKey: "imgstore-test-secret")
     static let bucket = "imgstore"
+    /// Generous timeouts for the tests that are not about timeouts: a fresh server's first
+    /// writes (volume allocation) took over a second on a loaded 2-core machine.
+    static let connectTimeout = Duration.seconds(5)
+    static let requestTimeout = Duration.seconds(10)
 
     let directory: String
     let port: Int
@@ -41,13 +45,13 @@ final class S3Server: Sendable {
 
     /// A client for this server (default: the server's own credentials and bucket).
     func client(credentials: S3Credentials = S3Server.credentials, bucket: String = S3Server.bucket,
-                connectTimeout: Duration = .milliseconds(200), requestTimeout: Duration = .seconds(1)) throws -> S3Client {
+                connectTimeout: Duration = S3Server.connectTimeout, requestTimeout: Duration = S3Server.requestTimeout) throws -> S3Client {
         try S3Client(configuration: configuration(credentials: credentials, bucket: bucket,
                                                   connectTimeout: connectTimeout, requestTimeout: requestTimeout))
     }
 
     func configuration(credentials: S3Credentials = S3Server.credentials, bucket: String = S3Server.bucket,
-                       connectTimeout: Duration = .milliseconds(200), requestTimeout: Duration = .seconds(1)) -> S3Configuration {
+                       connectTimeout: Duration = S3Server.connectTimeout, requestTimeout: Duration = S3Server.requestTimeout) -> S3Configuration {
         S3Configuration(endpoint: endpoint, bucket: bucket, credentials: credentials,
                         connectTimeout: connectTimeout, requestTimeout: requestTimeout)
     }
