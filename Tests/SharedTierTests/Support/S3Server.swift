@@ -5,8 +5,13 @@ import Testing
 @testable import SharedTier
 
 /// A real SeaweedFS S3 server for one test, run by `Tools/s3-server.sh` on 127.0.0.1 ports
-/// of its own, in a temporary directory removed afterwards.
+/// of its own, in a temporary directory removed afterwards: one `weed mini` process, or a
+/// cluster (1 master, 3 volume servers with replication 001, a filer with S3).
 final class S3Server: Sendable {
+    enum Kind: Sendable {
+        case mini, cluster
+    }
+
     /// Whether `weed` is on PATH (Tools/install-deps.sh installs it); the server tests are
     /// disabled with this reason otherwise.
     static let available = LoopMount.tool("weed") != nil && LoopMount.tool("curl") != nil
@@ -19,20 +24,22 @@ final class S3Server: Sendable {
     static let connectTimeout = Duration.seconds(5)
     static let requestTimeout = Duration.seconds(10)
 
+    let kind: Kind
     let directory: String
     let port: Int
-    var s3Port: Int { port + 3 }
+    var s3Port: Int { kind == .mini ? port + 3 : port + 6 }
     var endpoint: URL { URL(string: "http://127.0.0.1:\(s3Port)")! }
 
-    private init(directory: String, port: Int) {
+    private init(kind: Kind, directory: String, port: Int) {
+        self.kind = kind
         self.directory = directory
         self.port = port
     }
 
     /// Runs `body` with a fresh server, and stops the server and removes its directory
     /// whatever `body` does.
-    static func with<R: Sendable>(_ body: (S3Server) async throws -> R) async throws -> R {
-        let server = try await start()
+    static func with<R: Sendable>(_ kind: Kind = .mini, _ body: (S3Server) async throws -> R) async throws -> R {
+        let server = try await start(kind)
         do {
             let result = try await body(server)
             try await server.stop()
@@ -58,13 +65,13 @@ final class S3Server: Sendable {
 
     // MARK: - Lifecycle
 
-    private static func start() async throws -> S3Server {
+    private static func start(_ kind: Kind) async throws -> S3Server {
         var failures: [String] = []
         // A port range another process holds makes weed exit at once: try a few ranges.
         for _ in 0..<4 {
             let port = PortRanges.next()
-            let server = S3Server(directory: makeTemporaryDirectory(), port: port)
-            let result = try await server.script("start", String(port))
+            let server = S3Server(kind: kind, directory: makeTemporaryDirectory(), port: port)
+            let result = try await server.script(server.startCommand, String(port))
             if result.status == 0 { return server }
             failures.append("port \(port): exit \(result.status): \(result.standardError)")
             try? FileManager.default.removeItem(atPath: server.directory)
@@ -74,9 +81,9 @@ final class S3Server: Sendable {
 
     /// Starts the server again in the same directory and ports (after `kill()`), keeping its data.
     func restart() async throws {
-        let result = try await script("start", String(port))
+        let result = try await script(startCommand, String(port))
         guard result.status == 0 else {
-            throw S3ServerError(message: "Tools/s3-server.sh start (restart) exited \(result.status): \(result.standardError)")
+            throw S3ServerError(message: "Tools/s3-server.sh \(startCommand) (restart) exited \(result.status): \(result.standardError)")
         }
     }
 
@@ -89,28 +96,31 @@ final class S3Server: Sendable {
         }
     }
 
-    /// The server's pid, from the script's pid file.
-    func pid() throws -> pid_t {
-        let text = try String(contentsOfFile: directory + "/weed.pid", encoding: .utf8)
+    private var startCommand: String { kind == .mini ? "start" : "start-cluster" }
+
+    /// The pid of process `name` (`weed` for a mini server; `master`, `volume-1`…`volume-3`,
+    /// `filer` for a cluster), from the script's pid file.
+    func pid(_ name: String = "weed") throws -> pid_t {
+        let text = try String(contentsOfFile: directory + "/\(name).pid", encoding: .utf8)
         guard let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw S3ServerError(message: "weed.pid holds '\(text)'")
         }
         return pid
     }
 
-    /// Sends `signal` to the server process.
-    func signal(_ signal: Int32) throws {
-        let pid = try pid()
+    /// Sends `signal` to the server process (`name`: see `pid(_:)`).
+    func signal(_ signal: Int32, to name: String = "weed") throws {
+        let pid = try pid(name)
         guard Glibc.kill(pid, signal) == 0 else { throw S3ServerError(message: "kill(\(pid), \(signal)) failed: errno \(errno)") }
     }
 
-    /// Kills the server with SIGKILL and waits until it is gone (its pid file stays, so
-    /// `restart()` and `stop()` still work).
-    func kill() async throws {
-        let pid = try pid()
-        try signal(SIGKILL)
+    /// Kills process `name` with SIGKILL, waits until it is gone and removes its pid file
+    /// (so `stop()` does not signal a pid that may be reused; `restart()` starts it anew).
+    func kill(_ name: String = "weed") async throws {
+        let pid = try pid(name)
+        try signal(SIGKILL, to: name)
         while Glibc.kill(pid, 0) == 0 { try await Task.sleep(for: .milliseconds(20)) }
-        try FileManager.default.removeItem(atPath: directory + "/weed.pid")
+        try FileManager.default.removeItem(atPath: directory + "/\(name).pid")
     }
 
     private func script(_ arguments: String...) async throws -> ProcessResult {
@@ -118,6 +128,8 @@ final class S3Server: Sendable {
         environment["AWS_ACCESS_KEY_ID"] = Self.credentials.accessKeyID
         environment["AWS_SECRET_ACCESS_KEY"] = Self.credentials.secretAccessKey
         environment["S3_BUCKET"] = Self.bucket
+        // Should this test process die, the script's watcher stops the server.
+        environment["S3_SERVER_WATCH_PID"] = String(getpid())
         return try await AsyncProcess.run(Fixtures.repositoryRoot + "/Tools/s3-server.sh",
                                           [arguments[0], directory] + arguments.dropFirst(), environment: environment)
     }
@@ -128,7 +140,7 @@ struct S3ServerError: Error, CustomStringConvertible {
     var description: String { message }
 }
 
-/// Hands out port ranges for servers: `PORT…PORT+4` and `PORT+10000…PORT+10004`, all below
+/// Hands out port ranges for servers: `PORT…PORT+6` and `PORT+10000…PORT+10006`, all below
 /// Linux's ephemeral range (32768), starting at a random offset so two test processes
 /// rarely collide (and `S3Server.start` retries when they do). A range whose ports are
 /// bound already is passed over.
@@ -141,7 +153,7 @@ enum PortRanges {
                 cursor = (cursor + 1) % 1200
                 return 10_000 + cursor * 10
             }
-            if (0..<5).allSatisfy({ isFree(port + $0) && isFree(port + 10_000 + $0) }) { return port }
+            if (0..<7).allSatisfy({ isFree(port + $0) && isFree(port + 10_000 + $0) }) { return port }
         }
     }
 
