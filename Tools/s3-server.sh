@@ -129,7 +129,7 @@ case "$cmd" in
     ;;
   start-cluster)
     check_start "$@"
-    mkdir -p "$dir/master" "$dir/volume-1" "$dir/volume-2" "$dir/volume-3"
+    mkdir -p "$dir/master" "$dir/volume-1" "$dir/volume-2" "$dir/volume-3" "$dir/filer"
     run master master "${listen[@]}" -port="$port" -port.grpc=$((port + 10000)) -mdir="$dir/master" \
       -defaultReplication=001 -volumeSizeLimitMB=16
     for n in 1 2 3; do
@@ -137,7 +137,7 @@ case "$cmd" in
         -dir="$dir/volume-$n" -mserver="127.0.0.1:$port" -max=20
     done
     run filer filer "${listen[@]}" -port=$((port + 5)) -port.grpc=$((port + 10005)) -master="127.0.0.1:$port" \
-      -defaultReplicaPlacement=001 -s3 -s3.port=$((port + 6)) -s3.port.grpc=$((port + 10006)) \
+      -defaultStoreDir="$dir/filer" -defaultReplicaPlacement=001 -s3 -s3.port=$((port + 6)) -s3.port.grpc=$((port + 10006)) \
       -s3.config="$dir/ids.json" -s3.port.iceberg=0 -s3.port.lance=0
     start_watcher
     wait_ready "http://127.0.0.1:$((port + 6))" yes

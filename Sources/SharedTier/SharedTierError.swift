@@ -15,6 +15,8 @@ public enum SharedTierError: Error, Sendable, Equatable, CustomStringConvertible
     /// The body that arrived is not the object that was stored: a length that differs from
     /// `Content-Length`, or bytes whose SHA-256 differs from the checksum in its metadata.
     case corruptBody(key: String, reason: String)
+    /// The answer's body is larger than `S3Configuration.maxResponseBytes`; it was not read.
+    case responseTooLarge(operation: String, limit: Int)
     /// The server failed (a 5xx answer).
     case serverError(status: Int, code: String, message: String)
     /// Any other answer the operation does not expect (a 4xx other than the ones above).
@@ -40,6 +42,8 @@ public enum SharedTierError: Error, Sendable, Equatable, CustomStringConvertible
             return "the shared tier could not be reached for \(operation): \(reason)"
         case let .corruptBody(key, reason):
             return "the shared tier's object \(key) is corrupt: \(reason); it was not used"
+        case let .responseTooLarge(operation, limit):
+            return "the shared tier's answer to \(operation) is larger than the \(limit)-byte limit (maxResponseBytes); it was not read"
         case let .serverError(status, code, message):
             return "the shared tier failed with HTTP \(status)\(Self.detail(code, message))"
         case let .unexpectedStatus(operation, status, code, message):
@@ -84,6 +88,7 @@ extension SharedTierError {
         case .timedOut: return "timedOut"
         case .unreachable: return "unreachable"
         case .corruptBody: return "corruptBody"
+        case .responseTooLarge: return "responseTooLarge"
         case .serverError: return "serverError"
         case .unexpectedStatus: return "unexpectedStatus"
         case .invalidResponse: return "invalidResponse"

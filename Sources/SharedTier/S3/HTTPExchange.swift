@@ -31,19 +31,20 @@ final class HTTPExchange: Sendable {
     /// - Parameters:
     ///   - headTimeout: time allowed until the response head arrives (nil: only `totalTimeout`).
     ///   - totalTimeout: time allowed for the whole exchange.
-    /// - Throws: `timedOut`, `unreachable`, `cancelled`.
-    func send(_ request: URLRequest, operation: String, headTimeout: Duration?,
-              totalTimeout: Duration) async throws(SharedTierError) -> (HTTPURLResponse, Data) {
+    ///   - bodyLimit: the largest answer body read; a larger one ends the exchange.
+    /// - Throws: `timedOut`, `unreachable`, `responseTooLarge`, `cancelled`.
+    func send(_ request: URLRequest, operation: String, headTimeout: Duration?, totalTimeout: Duration,
+              bodyLimit: Int) async throws(SharedTierError) -> (HTTPURLResponse, Data) {
         var request = request
         // A backstop only (whole seconds on Linux); the watchdog below is the real deadline.
-        request.timeoutInterval = (Self.seconds(totalTimeout) + 1).rounded(.up)
+        request.timeoutInterval = (totalTimeout.timeInterval + 1).rounded(.up)
         let task = session.dataTask(with: request)
         let id = task.taskIdentifier
         let transfers = transfers
         let watchdog = Task {
             if let headTimeout, headTimeout < totalTimeout {
                 try await Task.sleep(for: headTimeout)
-                if transfers.failIfNoHead(id, with: .timedOut(operation: operation, milliseconds: Self.milliseconds(headTimeout))) {
+                if transfers.failIfNoHead(id, with: .timedOut(operation: operation, milliseconds: headTimeout.wholeMilliseconds)) {
                     task.cancel()
                     return
                 }
@@ -51,14 +52,14 @@ final class HTTPExchange: Sendable {
             } else {
                 try await Task.sleep(for: totalTimeout)
             }
-            if transfers.fail(id, with: .timedOut(operation: operation, milliseconds: Self.milliseconds(totalTimeout))) {
+            if transfers.fail(id, with: .timedOut(operation: operation, milliseconds: totalTimeout.wholeMilliseconds)) {
                 task.cancel()
             }
         }
         defer { watchdog.cancel() }
         let result: Result<(HTTPURLResponse, Data), SharedTierError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                transfers.begin(id, operation: operation, continuation: continuation)
+                transfers.begin(id, operation: operation, limit: bodyLimit, continuation: continuation)
                 if Task.isCancelled {
                     _ = transfers.fail(id, with: .cancelled)
                 } else {
@@ -70,14 +71,6 @@ final class HTTPExchange: Sendable {
         }
         return try result.get()
     }
-
-    static func milliseconds(_ duration: Duration) -> Int {
-        Int(duration.components.seconds) * 1000 + Int(duration.components.attoseconds / 1_000_000_000_000_000)
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
 }
 
 /// The session delegate: one in-flight exchange per task identifier. Whoever removes an
@@ -88,14 +81,26 @@ private final class Transfers: NSObject, URLSessionDataDelegate, Sendable {
     private struct Exchange {
         var continuation: CheckedContinuation<Outcome, Never>
         var operation: String
+        var limit: Int
         var response: HTTPURLResponse?
         var data = Data()
     }
 
     private let table = LockedValue<[Int: Exchange]>([:])
 
-    func begin(_ id: Int, operation: String, continuation: CheckedContinuation<Outcome, Never>) {
-        table.withLock { $0[id] = Exchange(continuation: continuation, operation: operation) }
+    func begin(_ id: Int, operation: String, limit: Int, continuation: CheckedContinuation<Outcome, Never>) {
+        table.withLock { $0[id] = Exchange(continuation: continuation, operation: operation, limit: limit) }
+    }
+
+    /// Ends the exchange with `responseTooLarge` when `size` bytes pass its limit.
+    private func failIfTooLarge(_ id: Int, size: (Exchange) -> Int64) -> Bool {
+        let exchange = table.withLock { table -> Exchange? in
+            guard let exchange = table[id], size(exchange) > Int64(exchange.limit) else { return nil }
+            return table.removeValue(forKey: id)
+        }
+        guard let exchange else { return false }
+        exchange.continuation.resume(returning: .failure(.responseTooLarge(operation: exchange.operation, limit: exchange.limit)))
+        return true
     }
 
     /// Ends the exchange with `error` if it is still running; true when it was.
@@ -118,11 +123,16 @@ private final class Transfers: NSObject, URLSessionDataDelegate, Sendable {
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                     completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
         table.withLock { $0[dataTask.taskIdentifier]?.response = response as? HTTPURLResponse }
-        completionHandler(.allow)
+        let announced = response.expectedContentLength
+        let tooLarge = failIfTooLarge(dataTask.taskIdentifier) { _ in announced }
+        completionHandler(tooLarge ? .cancel : .allow)
+        // FoundationNetworking may keep reading after `.cancel`; cancelling the task stops it.
+        if tooLarge { dataTask.cancel() }
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         table.withLock { $0[dataTask.taskIdentifier]?.data.append(data) }
+        if failIfTooLarge(dataTask.taskIdentifier, size: { Int64($0.data.count) }) { dataTask.cancel() }
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {

@@ -186,18 +186,21 @@ public final class S3Client: Sendable {
         request.httpBody = body
         let headTimeout = body == nil ? configuration.connectTimeout : nil
         return try await http.send(request, operation: operation, headTimeout: headTimeout,
-                                   totalTimeout: configuration.requestTimeout)
+                                   totalTimeout: configuration.requestTimeout, bodyLimit: configuration.maxResponseBytes)
     }
 
     /// True when a 404 means "no such key"; throws `unknownBucket` when it means the bucket.
     private func notFound(_ response: HTTPURLResponse, _ body: Data, operation: String) throws(SharedTierError) -> Bool {
+        // A 404 body that does not parse is still a 404: only a readable NoSuchBucket changes it.
         let code = body.isEmpty ? nil : (try? S3XML.parse(body, operation: operation))?.top["Code"]
         if code == "NoSuchBucket" { throw .unknownBucket(bucket: configuration.bucket) }
         return true
     }
 
     private func writeOutcome(_ response: HTTPURLResponse, _ body: Data, operation: String) throws(SharedTierError) -> S3WriteOutcome {
-        if response.statusCode == 412 || response.statusCode == 409 { return .preconditionFailed }
+        // Only 412 means another host won. AWS's 409 ConditionalRequestConflict means a
+        // conflicting write was in flight and says to retry: it is an error, not a lost race.
+        if response.statusCode == 412 { return .preconditionFailed }
         try expectSuccess(response, body, operation: operation)
         return .stored(etag: response.value(forHTTPHeaderField: "ETag") ?? "")
     }

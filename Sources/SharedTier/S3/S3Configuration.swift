@@ -19,11 +19,14 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
     public var connectTimeout: Duration
     /// Time allowed for a whole request, body included.
     public var requestTimeout: Duration
+    /// The largest answer body read (default 64 MiB): a larger object is refused with
+    /// `responseTooLarge` as soon as its `Content-Length` or its bytes pass the limit.
+    public var maxResponseBytes: Int
 
     /// A configuration for `bucket` at `endpoint`.
     public init(endpoint: URL, bucket: String, region: String = "us-east-1", credentials: S3Credentials,
                 pathStyle: Bool = true, connectTimeout: Duration = .milliseconds(200),
-                requestTimeout: Duration = .seconds(1)) {
+                requestTimeout: Duration = .seconds(1), maxResponseBytes: Int = 64 << 20) {
         self.endpoint = endpoint
         self.bucket = bucket
         self.region = region
@@ -31,6 +34,7 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
         self.pathStyle = pathStyle
         self.connectTimeout = connectTimeout
         self.requestTimeout = requestTimeout
+        self.maxResponseBytes = maxResponseBytes
     }
 
     /// A path-style configuration from a bucket URL (`http://127.0.0.1:8333/imgstore`), with
@@ -68,6 +72,7 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
         guard connectTimeout > .zero, requestTimeout > .zero else {
             throw .invalidConfiguration(reason: "connectTimeout and requestTimeout must be positive")
         }
+        guard maxResponseBytes > 0 else { throw .invalidConfiguration(reason: "maxResponseBytes must be positive") }
     }
 
     public var description: String {

@@ -42,8 +42,7 @@ public enum S3WriteCondition: Sendable, Equatable {
 public enum S3WriteOutcome: Sendable, Equatable {
     /// Written; the object's new ETag.
     case stored(etag: String)
-    /// Not written: the precondition failed (HTTP 412, or 409 for a conflicting concurrent
-    /// conditional write), because another host won.
+    /// Not written: the precondition failed (HTTP 412), because another host won.
     case preconditionFailed
 }
 

@@ -3,7 +3,7 @@ import Testing
 @testable import SharedTier
 
 /// The S3 client against a real SeaweedFS server: each test starts its own.
-@Suite(.enabled(if: S3Server.available, S3Server.unavailableReason), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: S3Server.available, S3Server.unavailableReason), .timeLimit(.minutes(3)))
 struct S3ClientServerTests {
     // MARK: - Round trips
 
@@ -160,5 +160,21 @@ struct S3ClientServerTests {
         let error = await failure(of: body)
         guard case .badCredentials = error else { Issue.record("expected badCredentials, got \(String(describing: error))"); return }
         #expect(error?.description.contains("not-the-secret") == false)
+    }
+}
+
+extension S3ClientServerTests {
+    /// An object over `maxResponseBytes` is refused, not read into memory.
+    @Test func anObjectOverTheResponseLimitIsRefused() async throws {
+        try await S3Server.with { server in
+            let writer = try server.client()
+            _ = try await writer.put("big/one", body: TestObjects.bytes(1, count: 64 << 10), metadata: [:],
+                                     contentType: "application/octet-stream", condition: .create)
+            var configuration = server.configuration()
+            configuration.maxResponseBytes = 16 << 10
+            let reader = try S3Client(configuration: configuration)
+            let error = await failure { _ = try await reader.get("big/one") }
+            #expect(error == .responseTooLarge(operation: "GET big/one", limit: 16 << 10))
+        }
     }
 }

@@ -6,7 +6,7 @@ import Testing
 /// The tier against a real server that stops, freezes or refuses us: every lookup is a miss
 /// within the timeouts, never a throw; the breaker opens after `threshold` outages, skips the
 /// tier while open, and closes after one probe once the server is back.
-@Suite(.enabled(if: S3Server.available, S3Server.unavailableReason), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: S3Server.available, S3Server.unavailableReason), .timeLimit(.minutes(3)))
 struct SharedTierOutageTests {
     static let threshold = 3
     static let coolDown: TimeInterval = 30

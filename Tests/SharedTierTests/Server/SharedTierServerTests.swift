@@ -4,7 +4,7 @@ import Testing
 @testable import SharedTier
 
 /// The tier's reads and writes against a real server.
-@Suite(.enabled(if: S3Server.available, S3Server.unavailableReason), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: S3Server.available, S3Server.unavailableReason), .timeLimit(.minutes(3)))
 struct SharedTierServerTests {
     private func makeTier(_ server: S3Server, clock: ManualClock, queueLimit: Int = 256) throws -> SharedTier {
         try SharedTier(configuration: .init(s3: server.configuration(), uploadQueueLimit: queueLimit, now: clock.source))

@@ -38,7 +38,12 @@ final class S3Server: Sendable {
 
     /// Runs `body` with a fresh server, and stops the server and removes its directory
     /// whatever `body` does.
+    ///
+    /// At most `ServerSlots.limit` servers run at once in this process: each takes about
+    /// 120 MiB and a second of CPU to start, on a 2-core machine that others share.
     static func with<R: Sendable>(_ kind: Kind = .mini, _ body: (S3Server) async throws -> R) async throws -> R {
+        await ServerSlots.shared.acquire()
+        defer { ServerSlots.shared.release() }
         let server = try await start(kind)
         do {
             let result = try await body(server)
@@ -132,6 +137,39 @@ final class S3Server: Sendable {
         environment["S3_SERVER_WATCH_PID"] = String(getpid())
         return try await AsyncProcess.run(Fixtures.repositoryRoot + "/Tools/s3-server.sh",
                                           [arguments[0], directory] + arguments.dropFirst(), environment: environment)
+    }
+}
+
+/// A counting semaphore for servers, waited on without blocking a thread.
+final class ServerSlots: Sendable {
+    static let limit = 3
+    static let shared = ServerSlots()
+    private let state = LockedValue<(free: Int, waiters: [CheckedContinuation<Void, Never>])>((limit, []))
+
+    func acquire() async {
+        await withCheckedContinuation { continuation in
+            let granted = state.withLock { state -> Bool in
+                guard state.free > 0 else {
+                    state.waiters.append(continuation)
+                    return false
+                }
+                state.free -= 1
+                return true
+            }
+            if granted { continuation.resume() }
+        }
+    }
+
+    func release() {
+        // A waiter inherits the slot; only when none waits does the count go back up.
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard !state.waiters.isEmpty else {
+                state.free += 1
+                return nil
+            }
+            return state.waiters.removeFirst()
+        }
+        next?.resume()
     }
 }
 
