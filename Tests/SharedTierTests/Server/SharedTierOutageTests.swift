@@ -4,7 +4,7 @@ import Testing
 @testable import SharedTier
 
 /// The tier against a real server that stops, freezes or refuses us: every lookup is a miss
-/// within the timeouts, never a throw; the breaker opens after `threshold` outages, skips the
+/// (a frozen server's a `timedOut` one: the tier's own deadline ended it), never a throw; the breaker opens after `threshold` outages, skips the
 /// tier while open, and closes after one probe once the server is back.
 @Suite(.enabled(if: S3Server.available, S3Server.unavailableReason), .timeLimit(.minutes(3)))
 struct SharedTierOutageTests {
@@ -33,16 +33,15 @@ struct SharedTierOutageTests {
     /// Lookups until the breaker opens: each a failed miss of `kind`, then skipped ones.
     private func expectBreakerOpens(_ tier: SharedTier, _ url: String, kind: String) async {
         for attempt in 1...Self.threshold {
-            let started = ContinuousClock.now
+            // The deadline is shown by the kind (`timedOut` for a frozen server: the watchdog
+            // fired, nothing waited for the server); wall-clock time is not asserted, since
+            // under the full suite a lookup waits for a free concurrency thread too.
             let result = await tier.lookup(url)
-            let elapsed = ContinuousClock.now - started
             guard case let .miss(.failed(error)) = result else {
                 Issue.record("lookup \(attempt) during the outage gave \(result)")
                 return
             }
             #expect(error.kind == kind, "lookup \(attempt): \(error)")
-            // Bounded by the timeouts, with room for a loaded machine.
-            #expect(elapsed < Self.requestTimeout * 2, "lookup \(attempt) took \(elapsed)")
         }
         guard case .open = tier.statistics.breaker else {
             Issue.record("the breaker is \(tier.statistics.breaker) after \(Self.threshold) outages")
