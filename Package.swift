@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "ImageStore", targets: ["ImageStore"]),
         .library(name: "ImageValidation", targets: ["ImageValidation"]),
         .library(name: "MemoryCache", targets: ["MemoryCache"]),
+        .library(name: "SharedTier", targets: ["SharedTier"]),
         .executable(name: "imgstore-admin", targets: ["imgstore-admin"]),
         .executable(name: "imgstore-bench", targets: ["imgstore-bench"]),
     ],
@@ -26,6 +27,7 @@ let package = Package(
         systemLibrary("CSpng", pkgConfig: "spng", apt: "libspng-dev"),
         systemLibrary("CTurboJPEG", pkgConfig: "libturbojpeg", apt: "libturbojpeg0-dev"),
         systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: "libsqlite3-dev"),
+        systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: "libssl-dev"),
 
         // MARK: - Modules
         .target(name: "Locking"),
@@ -36,6 +38,8 @@ let package = Package(
         .target(name: "ImageValidation", dependencies: ["CZlib", "CDeflate", "CSpng", "CTurboJPEG"]),
         .target(name: "MemoryCache"),
         .target(name: "ImageStore", dependencies: ["LMDB", "CXXHash", "ImageValidation", "MemoryCache", "Locking"]),
+        // The shared tier on S3-compatible storage (issue 18): SigV4 over libcrypto, an S3 client.
+        .target(name: "SharedTier", dependencies: ["CCrypto", "Locking"]),
 
         // MARK: - Tools
         .executableTarget(name: "imgstore-admin", dependencies: ["ImageStore"], path: "Tools/imgstore-admin"),
@@ -58,6 +62,7 @@ let package = Package(
         .testTarget(
             name: "ImageStoreTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB", "Locking", "imgstore-test-child"],
             exclude: ["Loading/test_server.py"]),
+        .testTarget(name: "SharedTierTests", dependencies: ["SharedTier", "ImageStoreTestSupport", "Locking"], exclude: ["Fixtures"]),
         .testTarget(name: "ImgstoreAdminTests", dependencies: ["ImageStoreTestSupport", "imgstore-admin"]),
     ],
     swiftLanguageModes: [.v6]

