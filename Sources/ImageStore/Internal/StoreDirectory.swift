@@ -52,7 +52,7 @@ enum StoreDirectory {
     /// An unreadable directory lists none; opening reports that itself.
     static func logSegments(in path: String) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [])
-            .filter { $0.hasPrefix("wal-") && !$0.hasPrefix("wal-spare-") }.sorted()
+            .filter { WALFormat.segmentNumber(fromName: $0) != nil }.sorted()
     }
 
     private static func describe(_ error: any Error) -> String {

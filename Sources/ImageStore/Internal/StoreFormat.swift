@@ -5,6 +5,7 @@
 //   data.mdb, lock.mdb   the LMDB environment (the durable tier)
 //   wal-<n>.log          write-ahead log segments (`WAL/WALFormat.swift`)
 //   wal-spare-*.log      checkpointed segments kept for reuse
+//   wal-synced           the log's synced watermark (log format version 2)
 //   writer.lock          flock'ed by the one process that writes; holds its pid
 //
 // ## LMDB databases

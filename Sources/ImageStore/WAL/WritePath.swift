@@ -66,9 +66,12 @@ final class WritePath: Sendable {
             directory: directory, segmentBytes: configuration.logSegmentBytes,
             maxUnappliedBytes: configuration.maxUnappliedBytes, batchInterval: Self.batchInterval(configuration.durability),
             fileSystem: fileSystem)
+        let found = try SyncedWatermark.read(in: directory)
         do {
+            let watermark = try SyncedWatermark.open(in: directory, fileSystem: fileSystem, found: found, appliedSequence: appliedNow)
             log = try WriteAheadLog(
                 options: options, firstSegment: ((segments + spares).max() ?? 0) + 1, nextSequence: appliedNow + 1,
+                watermark: watermark,
                 onWritten: { [applyLog = configuration.applyLog] in if applyLog { applier.enqueue($0) } },
                 onFailed: { index.discard($0) })
         } catch {
@@ -141,6 +144,19 @@ final class WritePath: Sendable {
             }
         }
         lock.withLock { $0 = nil }
+    }
+
+    /// Stops without I/O on the calling thread, for `ImageStore.deinit`: the log stops taking
+    /// appends (`WriteAheadLog.detach`); then, on the writer queue, once the applier has
+    /// finished what it was given, the writer lock is released and `then` runs. No checkpoint:
+    /// what is in the log stays there for the next open to replay.
+    func detach(then: @escaping @Sendable () -> Void) {
+        log.detach()
+        let lock = self.lock
+        tier.writer.async {
+            lock.withLock { $0 = nil }
+            then()
+        }
     }
 
     /// Stops without flushing, applying or checkpointing, as a crash would (tests only).
