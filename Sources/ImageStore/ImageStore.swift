@@ -153,6 +153,7 @@ public final class ImageStore: Sendable {
             return SweepReport(entries: count, bytes: bytes, batches: 0)
         }
         try writes.settle()
+        if !dryRun { writes.makeRoomToFree() }
         return try ImageStoreError.rethrowing(path: path, operation: "sweeping expired entries") { try tier.writer.sync { try maintenance.sweep(dryRun: dryRun) } }
     }
 

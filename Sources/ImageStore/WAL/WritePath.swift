@@ -37,11 +37,23 @@ final class WritePath: Sendable {
         self.fileSystem = configuration.logFileSystem
         lock = LockedValue(writerLock)  // taken by DurableTier.open, before any LMDB write
 
+        SpaceReserve.prepare(in: directory)
         // Recovery: replay what LMDB lacks, then checkpoint it all away.
         let applied = try tier.appliedSequence()
         let recovery = LogRecovery(directory: directory, fileSystem: fileSystem, salvage: configuration.salvageDamagedLog)
-        let (report, lastSequence) = try recovery.replay(appliedSequence: applied) { (batch) throws(ImageStoreError) in
-            try ImageStoreError.rethrowing(path: directory, operation: "replaying the log") { try tier.writer.sync { try tier.apply(batch) } }
+        func replay() throws(ImageStoreError) -> (report: RecoveryReport, lastSequence: UInt64) {
+            try recovery.replay(appliedSequence: applied) { (batch) throws(ImageStoreError) in
+                try ImageStoreError.rethrowing(path: directory, operation: "replaying the log") { try tier.writer.sync { try tier.apply(batch) } }
+            }
+        }
+        var (report, lastSequence): (RecoveryReport, UInt64)
+        do {
+            (report, lastSequence) = try replay()
+        } catch .diskFull {
+            // An entry logged as the disk filled: the reserve gives it room (replay is idempotent).
+            guard let released = SpaceReserve.releaseIfFull(in: directory) else { throw .diskFull(path: directory) }
+            (report, lastSequence) = try replay()
+            report.warnings.append(released)
         }
         recoveryReport = report
         let segments = try LogRecovery.segments(in: directory, fileSystem: fileSystem)
@@ -93,6 +105,15 @@ final class WritePath: Sendable {
     func append(_ entry: LogEntry, durability: Durability) throws(ImageStoreError) {
         if let failure = applier.failure { throw failure }
         let need = MapSpace.need(entry)
+        if case let .put(_, data) = entry {
+            // The disk must hold the record and what applying it may add to LMDB's file, so an
+            // acknowledged put can always be applied (the space reserve is not counted).
+            if let available = FileSystem.availableBytes(at: directory), available < need + data.count {
+                throw .diskFull(path: directory)
+            }
+        } else {
+            makeRoomToFree()
+        }
         if !space.reserve(need) {
             // The estimate may be stale: settle, measure once more, then refuse.
             try settle()
@@ -111,6 +132,10 @@ final class WritePath: Sendable {
             throw error
         }
     }
+
+    /// Before a removal or sweep, which free space but need a little first: releases the
+    /// space reserve when the disk is full (`SpaceReserve`).
+    func makeRoomToFree() { SpaceReserve.releaseIfFull(in: directory) }
 
     /// Waits until LMDB holds every write acknowledged before the call (and syncs the log).
     func settle() throws(ImageStoreError) {
