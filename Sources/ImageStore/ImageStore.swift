@@ -112,11 +112,26 @@ public final class ImageStore: Sendable {
         }
     }
 
-    /// Dropping the last reference closes the store as `close()` does (writes, applies and
-    /// checkpoints the log), on the thread that drops it: that blocks on I/O, and a failure
-    /// there is not reported (the log keeps what was not applied, and the next open replays
-    /// it). Call `close()` yourself to choose the thread.
-    deinit { close() }
+    /// Dropping the last reference without `close()` does no I/O on the dropping thread, so
+    /// nothing there can block or fail unheard. It stops the store as a process crash would,
+    /// without losing what was written: the log takes no more appends and its flusher stops;
+    /// records already written stay in the log (none is checkpointed) and the next open
+    /// replays them; `.none` records still queued unwritten are dropped, as `.none` allows for
+    /// a crash; access times noted in memory are not saved. The writer lock (and this
+    /// process's claim on the directory) is released on the store's own writer queue once the
+    /// applier has finished what it was given, so reopening in this process at once may still
+    /// find it held. Files close when their last user lets go. Call `close()` to write, apply
+    /// and checkpoint everything, on a thread of your choosing.
+    deinit {
+        guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        maintenance?.stop()
+        let identity = identity
+        guard let writes else {
+            _ = Self.openStores.withLock { $0.remove(identity) }
+            return
+        }
+        writes.detach { _ = Self.openStores.withLock { $0.remove(identity) } }
+    }
 
     /// Closes the store: writes, applies and checkpoints the log, releases the writer lock;
     /// later calls throw `closed`. Waits for writes in progress (a put racing the close either
@@ -148,6 +163,7 @@ public final class ImageStore: Sendable {
             return SweepReport(entryCount: count, byteCount: bytes)
         }
         try writes.settle()
+        if !dryRun { writes.makeRoomToFree() }
         return try ImageStoreError.rethrowing(path: path, operation: "sweeping expired entries") { try tier.writer.sync { try maintenance.sweep(dryRun: dryRun) } }
     }
 

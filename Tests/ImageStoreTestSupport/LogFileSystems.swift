@@ -126,7 +126,8 @@ final class PowerLossLogFile: LogFile {
 }
 
 /// A log file layer that can hold one write until released, and records the order in which
-/// writes finish and files close, so tests can see what `close()` does to a leader mid-write.
+/// writes finish and files close, so tests can see what `close()` does to a leader mid-write,
+/// and which thread did each I/O.
 package final class GatedLogFileSystem: LogFileSystem, Sendable {
     private let real = PosixLogFileSystem()
     private let condition = NSCondition()
@@ -136,6 +137,10 @@ package final class GatedLogFileSystem: LogFileSystem, Sendable {
 
     /// What happened, in order: "write" when a write returned, "close" when a file closed.
     package var events: [String] { state.withLock { $0.events } }
+    /// Every write, sync, rename, removal and directory sync, with the thread that did it.
+    package let io = LockedValue<[(operation: String, thread: UInt)]>([])
+
+    fileprivate func noteIO(_ operation: String) { io.withLock { $0.append((operation, UInt(pthread_self()))) } }
 
     /// The next write blocks until `release()`.
     package func holdNextWrite() { state.withLock { $0.armed = true } }
@@ -160,6 +165,7 @@ package final class GatedLogFileSystem: LogFileSystem, Sendable {
         }
         condition.unlock()
         defer { note("write") }
+        noteIO("write")
         try body()
     }
 
@@ -179,9 +185,9 @@ package final class GatedLogFileSystem: LogFileSystem, Sendable {
     package func open(_ path: String, preallocate: Int) throws(LogIOError) -> any LogFile {
         GatedLogFile(real: try real.open(path, preallocate: preallocate), gate: self)
     }
-    package func rename(_ from: String, to: String) throws(LogIOError) { try real.rename(from, to: to) }
-    package func remove(_ path: String) throws(LogIOError) { try real.remove(path) }
-    package func syncDirectory(_ directory: String) throws(LogIOError) { try real.syncDirectory(directory) }
+    package func rename(_ from: String, to: String) throws(LogIOError) { noteIO("rename"); try real.rename(from, to: to) }
+    package func remove(_ path: String) throws(LogIOError) { noteIO("remove"); try real.remove(path) }
+    package func syncDirectory(_ directory: String) throws(LogIOError) { noteIO("syncDirectory"); try real.syncDirectory(directory) }
     package func contentsOfDirectory(_ directory: String) throws(LogIOError) -> [String] { try real.contentsOfDirectory(directory) }
 }
 
@@ -197,7 +203,10 @@ final class GatedLogFile: LogFile {
     func write(_ parts: [UnsafeRawBufferPointer], at offset: Int) throws(LogIOError) {
         try gate.write { () throws(LogIOError) in try real.write(parts, at: offset) }
     }
-    func sync() throws(LogIOError) { try real.sync() }
+    func sync() throws(LogIOError) {
+        gate.noteIO("sync")
+        try real.sync()
+    }
     func readAll() throws(LogIOError) -> [UInt8] { try real.readAll() }
     func close() {
         real.close()

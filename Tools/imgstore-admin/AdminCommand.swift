@@ -1,5 +1,6 @@
 import Foundation
 import ImageStore
+import Synchronization
 
 /// One subcommand: its table entry and what it does.
 protocol AdminCommand {
@@ -10,6 +11,9 @@ protocol AdminCommand {
 /// What every command gets: where the store is, and how to write output.
 struct CommandContext {
     var storePath: String
+    /// Every store `openStore` opened; `run` in main.swift closes them after the command, on
+    /// the main thread (a store dropped without `close()` is not checkpointed).
+    let opened = OpenedStores()
 
     /// How a command uses the store.
     enum Access {
@@ -41,6 +45,7 @@ struct CommandContext {
         for warning in store.recoveryReport.warnings {
             Output.standardError("imgstore-admin: warning: write-ahead log: \(warning)\n")
         }
+        opened.add(store)
         return store
     }
 
@@ -112,5 +117,17 @@ enum Describe {
 
     private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
         scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
+    }
+}
+
+/// The stores a command opened, closed explicitly once it is done.
+final class OpenedStores: Sendable {
+    private let stores = Mutex<[ImageStore]>([])
+
+    func add(_ store: ImageStore) { stores.withLock { $0.append(store) } }
+
+    /// Closes every store (writes, applies and checkpoints its log); idempotent.
+    func closeAll() {
+        for store in stores.withLock({ let all = $0; $0 = []; return all }) { store.close() }
     }
 }

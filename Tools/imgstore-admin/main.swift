@@ -85,7 +85,9 @@ func run(_ argv: [String]) -> ExitCode {
             return Output.exitStatus(for: .success, prefix: prefix)
         }
         let storePath = parsed.value("--store") ?? ProcessInfo.processInfo.environment["IMGSTORE_PATH"] ?? "./imgstore"
-        try command.run(parsed, context: CommandContext(storePath: storePath))
+        let context = CommandContext(storePath: storePath)
+        defer { context.opened.closeAll() }
+        try command.run(parsed, context: context)
         return Output.exitStatus(for: .success, prefix: prefix)
     } catch {
         if !error.message.isEmpty { Output.standardError("\(prefix): \(Describe.escaped(error.message))\n") }

@@ -5,8 +5,8 @@ import Glibc
 
 /// Checks on the store directory before LMDB sees it, so each problem gets its own message.
 enum StoreDirectory {
-    /// The files LMDB keeps in a store directory.
-    static let storeFiles: Set<String> = ["data.mdb", "lock.mdb", "writer.lock"]
+    /// The files LMDB and the store keep in a store directory (besides the log).
+    static let storeFiles: Set<String> = ["data.mdb", "lock.mdb", "writer.lock", SpaceReserve.fileName]
 
     /// Makes sure `path` is a writable directory, creating it (and its parents) when missing.
     /// Directories it creates are made durable (each parent is fsynced), so a power cut cannot
@@ -52,7 +52,7 @@ enum StoreDirectory {
     /// The write-ahead log segments (not spares) in the store directory at `path`, by name.
     /// An unreadable directory lists none; opening reports that itself.
     static func logSegments(in path: String) -> [String] {
-        listing(path).filter { $0.hasPrefix("wal-") && !$0.hasPrefix("wal-spare-") }.sorted()
+        listing(path).filter { WALFormat.segmentNumber(fromName: $0) != nil }.sorted()
     }
 
     /// The names in `path`, or none when it cannot be listed (the callers' documented choice:

@@ -30,6 +30,13 @@ public struct RecoveryReport: Sendable, Hashable {
     /// LMDB transactions the replay committed: it batches with the applier's caps
     /// (`LogApplier.maxBatchRecords`, `maxBatchBytes`), never a whole segment at once.
     public var replayTransactions = 0
+    /// Valid records dropped with a torn tail: they followed a hole after the synced watermark,
+    /// so they were never synced (their puts were not acknowledged as `.sync`) and replaying
+    /// them past the hole would not give a state the store was ever in.
+    public var tornRecordsDropped = 0
+    /// The log's synced watermark as recovery read it: every record up to it had been synced.
+    /// Nil for a log written by format version 1 (no watermark file).
+    public var syncedWatermark: UInt64?
 
     public init() {}
 }
@@ -59,6 +66,14 @@ struct LogRecovery {
         throws(ImageStoreError) -> (report: RecoveryReport, lastSequence: UInt64)
     {
         var report = RecoveryReport()
+        // Read before the segments: a live writer only raises it after its records are in them.
+        let watermark = try SyncedWatermark.read(in: directory)
+        report.syncedWatermark = watermark?.syncedThrough
+        if let watermark, watermark.generation == 0 {
+            report.warnings.append("the log's synced watermark (\(SyncedWatermark.fileName)) holds no valid slot: damage after the last sync cannot be told from a torn tail")
+        }
+        /// Set when a listed segment vanished while reading: a live writer retired it.
+        var retiredMeanwhile = false
         var expected: UInt64?
         var lastSequence: UInt64 = 0
         /// Set once salvage skipped damage: the sequence then continues from what follows it.
@@ -71,7 +86,10 @@ struct LogRecovery {
             let path = directory + "/" + WALFormat.segmentName(number)
             let bytes: [UInt8]
             do {
-                guard FileManager.default.fileExists(atPath: path) else { continue }  // retired meanwhile by a live writer
+                guard FileManager.default.fileExists(atPath: path) else {  // retired meanwhile by a live writer
+                    retiredMeanwhile = true
+                    continue
+                }
                 let file = try fileSystem.open(path, preallocate: 0)
                 defer { file.close() }
                 bytes = try file.readAll()
@@ -121,6 +139,15 @@ struct LogRecovery {
                         break
                     }
                     let nextSequence = parse(all, at: next, segment: number)!.sequence
+                    // The first record LMDB lacks that the damage held: after the watermark, it
+                    // was never synced, and the hole is a torn tail (the rest of the segment goes).
+                    let firstMissing = max(appliedSequence + 1, expected ?? (appliedSequence + 1))
+                    if let watermark, nextSequence > appliedSequence + 1, firstMissing > watermark.syncedThrough {
+                        let dropped = validRecords(all, from: next, segment: number)
+                        report.tornRecordsDropped += dropped.count
+                        unresolvedDamage = (number, offset, max(torn, dropped.end - offset))
+                        break
+                    }
                     try resolve((number, offset, next - offset), nextValid: (number, next, nextSequence),
                                 expected: expected, appliedSequence: appliedSequence, report: &report)
                     unresolvedDamage = nil
@@ -141,6 +168,14 @@ struct LogRecovery {
             }
         }
         if let damage = unresolvedDamage { report.tornBytesDropped += damage.bytes }
+        if let synced = watermark?.syncedThrough, !retiredMeanwhile, synced > max(lastSequence, appliedSequence) {
+            // Records the log had synced (acknowledged, for `.sync` puts) and LMDB lacks are not
+            // in it: a segment was cut short, at a record boundary or not, or deleted.
+            let first = max(lastSequence, appliedSequence) + 1
+            let detail = "the log ends at sequence \(lastSequence), but it had been synced through sequence \(synced) (\(SyncedWatermark.fileName)): sequence numbers \(first) to \(synced) are missing, acknowledged writes LMDB lacks (a segment was cut short or deleted)"
+            guard salvage else { throw .walCorrupt(path: directory, detail: detail) }
+            report.salvaged.append(detail)
+        }
         if lastSequence > 0 && lastSequence < appliedSequence {
             // The segment holding applied-seq was cut short, or it and any later ones deleted.
             // Not refused: under `.none`/`.batched` a power cut leaves the same state (LMDB
@@ -172,6 +207,24 @@ struct LogRecovery {
             throw .walCorrupt(path: directory, detail: "\(what) in \(place), followed by valid records in \(WALFormat.segmentName(nextValid.segment)) at byte \(nextValid.offset)")
         }
         report.salvaged.append("skipped \(what) in \(place)")
+    }
+
+    /// The records (conditions 1–5) from `offset` to the end of the segment, skipping damage:
+    /// how many, and where the last one ends.
+    private func validRecords(_ bytes: UnsafeRawBufferPointer, from offset: Int, segment: UInt64) -> (count: Int, end: Int) {
+        var count = 0
+        var end = offset
+        var position: Int? = offset
+        while let at = position {
+            guard let record = parse(bytes, at: at, segment: segment) else {
+                position = nextValidOffset(bytes, after: at, segment: segment)
+                continue
+            }
+            count += 1
+            end = record.end
+            position = record.end < bytes.count ? record.end : nil
+        }
+        return (count, end)
     }
 
     /// A record that meets validity conditions 1–6 (6 without the sequence check).

@@ -1,4 +1,4 @@
-// # imgstore write-ahead log format, version 1
+// # imgstore write-ahead log format, version 2
 //
 // Puts and deletes are appended to the log, group-committed (one write and one fdatasync
 // for many writers), then applied to LMDB in batches by the single writer. The log is a
@@ -9,6 +9,30 @@
 // A segment is preallocated (or recycled from a checkpointed one) and overwritten from the
 // start, so its tail may hold zeros or stale records of an older segment: both read as the end
 // of the log (validity condition 3 below), never as data.
+//
+// Version 2 adds the synced watermark file, `wal-synced`; segments and records are as in
+// version 1. A log without that file was written by version 1 and is read with the version-1
+// rules (no watermark: rules W1–W3 below do not apply); the first open as writer creates it.
+//
+// ## Synced watermark (`wal-synced`, `SyncedWatermark.swift`), 64 bytes: two 32-byte slots
+//
+// | offset | size | field                                                  |
+// |--------|------|--------------------------------------------------------|
+// | 0      | 8    | checksum: XXH3-64 of bytes 8..<32 of the slot          |
+// | 8      | 4    | magic `IWAL` (ASCII)                                   |
+// | 12     | 4    | log format version, 2 (a newer one refuses the open: `newerFormat`) |
+// | 16     | 8    | generation, +1 per write; slot `generation % 2` is written |
+// | 24     | 8    | synced-through: every record with a sequence ≤ it had been synced |
+//
+// The slot with the highest generation among those whose checksum and magic hold is the
+// watermark. The leader writes the next slot right after each segment `fdatasync` returns and
+// does not sync it: its claim was durable before it was written, so whichever version reaches
+// the disk is true (an older one after a power cut is only weaker). It sits beside the
+// segments, not in one, so it outlives a segment cut short or deleted. Two slots, so a torn
+// write of one leaves the other. Opening as writer rewrites and syncs it (with the directory,
+// when new) when it is missing, holds no valid slot, or claims more than LMDB's applied-seq
+// after recovery (a salvaged log whose synced records were lost): new records reuse those
+// sequence numbers.
 //
 // ## Record (all integers little-endian)
 //
@@ -67,7 +91,20 @@
 // 4a. A log whose last valid record is below `applied-seq` was cut short or lost its newest
 //    segment(s): counted and warned about, not refused, because a power cut under `.none` or
 //    `.batched` leaves the same state (the applier applies records before the log syncs them).
-//    What a cut removed after `applied-seq` cannot be counted without a synced watermark.
+//
+// With a synced watermark W (version 2), before rules 2 and 3:
+// W1. Damage whose first record LMDB lacks, max(applied-seq + 1, the sequence expected there),
+//    is above W, in a segment no later segment with valid records follows, is a torn tail: the
+//    rest of that segment is dropped, valid records after the hole included (they were never
+//    synced, so no `.sync` put among them was acknowledged, and replaying past the hole would
+//    give a state the store was never in). Reported: `tornBytesDropped`, `tornRecordsDropped`.
+// W2. Damage at or below W is media damage: rule 2 (`walCorrupt`, or salvage). A segment with
+//    valid records after the damaged one also makes it media damage, whatever W says: the
+//    writer syncs a segment whole before it writes the next.
+// W3. A log whose last valid record L is below W, with W > applied-seq, lost records it had
+//    synced and LMDB lacks (max(L, applied-seq) + 1 to W: a segment cut short, at a record
+//    boundary or not, or deleted): `walCorrupt` naming them, or with salvage, opened and named
+//    in `salvaged`. W ≤ applied-seq is rule 4a.
 // 5. Then a checkpoint: LMDB is synced (`mdb_env_sync(env, 1)`), the replayed segments are
 //    recycled or deleted, the directory is fsynced, and a fresh segment continues the sequence.
 //
@@ -87,6 +124,8 @@ import Foundation
 
 /// Constants and the header codec of the log format described above.
 enum WALFormat {
+    /// The log format version this build writes (the watermark file's slots carry it).
+    static let version = SyncedWatermark.version
     static let headerByteCount = 32
     /// The largest payload a record may have (validity condition 4): a constant of the format,
     /// enforced when appending, so every opener reads every record the writer wrote whatever

@@ -85,12 +85,15 @@ final class WriteAheadLog: Sendable {
     /// Told which records a failed write lost, so the pending index stops serving them.
     private let onFailed: @Sendable ([UInt64]) -> Void
     private let flusher = FlusherHandle()
+    /// Told after each completed sync how far the log is durable (the leader writes it).
+    private let watermark: SyncedWatermark
 
     /// Starts a log whose first segment is `firstSegment` and first record `nextSequence`.
-    init(options: Options, firstSegment: UInt64, nextSequence: UInt64,
+    init(options: Options, firstSegment: UInt64, nextSequence: UInt64, watermark: SyncedWatermark,
          onWritten: @escaping @Sendable ([SequencedEntry]) -> Void,
          onFailed: @escaping @Sendable ([UInt64]) -> Void) throws(LogIOError) {
         self.options = options
+        self.watermark = watermark
         self.onWritten = onWritten
         self.onFailed = onFailed
         state = State(nextSequence: nextSequence, writtenSequence: nextSequence - 1, syncedSequence: nextSequence - 1)
@@ -255,6 +258,7 @@ final class WriteAheadLog: Sendable {
         let syncNow = forceSync || batch.contains { $0.needsSync }
             || Date().timeIntervalSince(state.lastSync) >= options.batchInterval
         var segment = state.segment!
+        let writtenBefore = state.writtenSequence
         condition.unlock()
 
         var failure: LogIOError?
@@ -263,7 +267,10 @@ final class WriteAheadLog: Sendable {
             if segment.size > 0 && segment.size + batchBytes > options.segmentBytes {
                 // Every record of the old segment must be durable before a record of the next one
                 // can be: recovery treats damage before valid records as lost data.
-                if segment.hasUnsyncedBytes { try segment.file.sync() }
+                if segment.hasUnsyncedBytes {
+                    try segment.file.sync()
+                    try watermark.record(writtenBefore)
+                }
                 segment.file.close()
                 rolled = (segment.number, segment.lastSequence)
                 segment = try Self.openSegment(segment.number + 1, options: options)
@@ -274,6 +281,8 @@ final class WriteAheadLog: Sendable {
             if syncNow && segment.hasUnsyncedBytes {
                 try segment.file.sync()
                 segment.hasUnsyncedBytes = false
+                // Only after the sync returned: the watermark never claims more than is durable.
+                try watermark.record(batch.last?.sequence ?? writtenBefore)
             }
         } catch {
             failure = error
@@ -396,9 +405,23 @@ final class WriteAheadLog: Sendable {
         while state.leaderActive { condition.wait() }
         guard let segment = state.segment else { return nil }
         segment.file.close()
+        watermark.close()
         state.segment = nil
         condition.broadcast()  // the leader thread ends
         return (segment.number, segment.lastSequence)
+    }
+
+    /// Stops the log without any I/O on the calling thread (for a store dropped without
+    /// `close()`): appends throw `closed` from now on, writers parked in back-pressure wake, and
+    /// the flusher stops. Nothing queued is written (only `.none` records can be queued when
+    /// no writer waits), and the files are closed when the last reference to them goes, never
+    /// under a leader that is writing.
+    func detach() {
+        flusher.stop()
+        condition.lock()
+        state.isClosed = true
+        condition.broadcast()
+        condition.unlock()
     }
 
     // MARK: - Background flushing

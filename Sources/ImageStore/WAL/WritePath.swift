@@ -40,11 +40,23 @@ final class WritePath: Sendable {
         self.fileSystem = TimedLogFileSystem(base: configuration.logFileSystem, metrics: counters.log)
         lock = LockedValue(writerLock)  // taken by DurableTier.open, before any LMDB write
 
+        SpaceReserve.prepare(in: directory)
         // Recovery: replay what LMDB lacks, then checkpoint it all away.
         let applied = try tier.appliedSequence()
         let recovery = LogRecovery(directory: directory, fileSystem: fileSystem, salvage: configuration.salvageDamagedLog)
-        let (report, lastSequence) = try recovery.replay(appliedSequence: applied) { (batch) throws(ImageStoreError) in
-            try ImageStoreError.rethrowing(path: directory, operation: "replaying the log") { try tier.writer.sync { try tier.apply(batch) } }
+        func replay() throws(ImageStoreError) -> (report: RecoveryReport, lastSequence: UInt64) {
+            try recovery.replay(appliedSequence: applied) { (batch) throws(ImageStoreError) in
+                try ImageStoreError.rethrowing(path: directory, operation: "replaying the log") { try tier.writer.sync { try tier.apply(batch) } }
+            }
+        }
+        var (report, lastSequence): (RecoveryReport, UInt64)
+        do {
+            (report, lastSequence) = try replay()
+        } catch .diskFull {
+            // An entry logged as the disk filled: the reserve gives it room (replay is idempotent).
+            guard let released = SpaceReserve.releaseIfFull(in: directory) else { throw .diskFull(path: directory) }
+            (report, lastSequence) = try replay()
+            report.warnings.append(released)
         }
         recoveryReport = report
         let segments = try LogRecovery.segments(in: directory, fileSystem: fileSystem)
@@ -69,9 +81,12 @@ final class WritePath: Sendable {
             directory: directory, segmentBytes: configuration.logSegmentBytes,
             maxUnappliedBytes: configuration.maxUnappliedBytes, batchInterval: Self.batchInterval(configuration.durability),
             fileSystem: fileSystem)
+        let found = try SyncedWatermark.read(in: directory)
         do {
+            let watermark = try SyncedWatermark.open(in: directory, fileSystem: fileSystem, found: found, appliedSequence: appliedNow)
             log = try WriteAheadLog(
                 options: options, firstSegment: ((segments + spares).max() ?? 0) + 1, nextSequence: appliedNow + 1,
+                watermark: watermark,
                 onWritten: { [applyLog = configuration.applyLog] in counters.log.written($0); if applyLog { applier.enqueue($0) } },
                 onFailed: { index.discard($0) })
         } catch {
@@ -94,6 +109,7 @@ final class WritePath: Sendable {
     func append(_ entry: LogEntry, durability: Durability) throws(ImageStoreError) {
         if let failure = applier.failure { throw failure }
         let need = MapSpace.need(entry)
+        try prepareDisk(for: entry, need: need)
         if !space.reserve(need) { try reserveAfterSettling(need) }
         do {
             try log.append(entry, durability: durability) { sequence in index.record(entry, sequence: sequence) }
@@ -114,6 +130,7 @@ final class WritePath: Sendable {
     func appendAsync(_ entry: LogEntry, durability: Durability) async throws {
         if let failure = applier.failure { throw failure }
         let need = MapSpace.need(entry)
+        try prepareDisk(for: entry, need: need)
         if !space.reserve(need) {
             try await Blocking.run { [self] () throws(ImageStoreError) in try reserveAfterSettling(need) }
         }
@@ -139,6 +156,25 @@ final class WritePath: Sendable {
         space.measured(try tier.availableBytes())
         guard space.reserve(need) else { throw .storeFull(path: directory, limit: tier.maxMapSize) }
     }
+
+    /// Refuses a put the disk cannot take: the disk must hold the record and what applying it
+    /// may add to LMDB's file, so an acknowledged put can always be applied (the space reserve
+    /// is not counted). Before a removal, which frees space but needs a little first, releases
+    /// the space reserve when the disk is full (`SpaceReserve`).
+    /// - Throws: `diskFull`, nothing written.
+    private func prepareDisk(for entry: LogEntry, need: Int) throws(ImageStoreError) {
+        if case let .put(_, data) = entry {
+            if let available = FileSystem.availableBytes(at: directory), available < need + data.count {
+                throw .diskFull(path: directory)
+            }
+        } else {
+            makeRoomToFree()
+        }
+    }
+
+    /// Before a removal or sweep, which free space but need a little first: releases the
+    /// space reserve when the disk is full (`SpaceReserve`).
+    func makeRoomToFree() { SpaceReserve.releaseIfFull(in: directory) }
 
     /// Waits until LMDB holds every write acknowledged before the call (and syncs the log).
     func settle() throws(ImageStoreError) {
@@ -172,6 +208,19 @@ final class WritePath: Sendable {
             }
         }
         lock.withLock { $0 = nil }
+    }
+
+    /// Stops without I/O on the calling thread, for `ImageStore.deinit`: the log stops taking
+    /// appends (`WriteAheadLog.detach`); then, on the writer queue, once the applier has
+    /// finished what it was given, the writer lock is released and `then` runs. No checkpoint:
+    /// what is in the log stays there for the next open to replay.
+    func detach(then: @escaping @Sendable () -> Void) {
+        log.detach()
+        let lock = self.lock
+        tier.writer.async {
+            lock.withLock { $0 = nil }
+            then()
+        }
     }
 
     /// Stops without flushing, applying or checkpointing, as a crash would (tests only).

@@ -92,7 +92,10 @@ import Testing
 
     @Test func midLogDamageIsReportedAndATornTailIsNot() throws {
         try withTemporaryDirectory { directory throws in
-            try LogTest.makeCrashedStore(at: directory, count: 5)
+            // The last record was not synced yet (after the synced watermark): cut short, it is
+            // a torn tail.
+            try LogTest.makeKilledStore(at: directory + "/original", copy: directory + "/store", synced: 4, unsynced: 1)
+            let directory = directory + "/store"
             let segment = try #require(try LogTest.segments(directory).first)
             let ends = try LogTest.recordEnds(in: segment)
             try FileHandle(forWritingTo: URL(fileURLWithPath: segment)).truncate(atOffset: UInt64(ends[4] - 10))

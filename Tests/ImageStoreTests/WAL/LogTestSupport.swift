@@ -36,11 +36,15 @@ enum LogTest {
         return ends
     }
 
-    /// Copies a store directory (its LMDB data file and log, not its locks).
-    static func copyStore(_ source: String, to destination: String) throws {
+    /// The log's synced-watermark file (log format version 2).
+    static let watermarkName = "wal-synced"
+
+    /// Copies a store directory (its LMDB data file and log segments, not its locks). Without
+    /// `watermark`, the copy's log reads as format version 1 (no synced watermark).
+    static func copyStore(_ source: String, to destination: String, watermark: Bool = false) throws {
         try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: true)
         for name in try FileManager.default.contentsOfDirectory(atPath: source)
-        where name == "data.mdb" || name.hasPrefix("wal-0") {
+        where name == "data.mdb" || name.hasPrefix("wal-0") || (watermark && name == watermarkName) {
             try FileManager.default.copyItem(atPath: source + "/" + name, toPath: destination + "/" + name)
         }
     }
@@ -72,6 +76,19 @@ enum LogTest {
     static func makeCrashedStore(at directory: String, count: Int) throws {
         let store = try ImageStore(path: directory, configuration: configuration(applyLog: false))
         for n in 0..<count { try store.put(smallEntry(n).data, for: smallEntry(n).url) }
+        store.abandonForTesting()
+    }
+
+    /// A log of `synced` small entries written with `.sync`, then `unsynced` more written (not
+    /// synced) with `.batched`, copied to `copy` as a SIGKILL at that moment would leave it
+    /// (watermark included). LMDB applies nothing, so every record is unapplied.
+    static func makeKilledStore(at directory: String, copy: String, synced: Int, unsynced: Int) throws {
+        var configuration = configuration(applyLog: false, durability: .batched(interval: 3600))
+        configuration.logSegmentBytes = 1 << 20
+        let store = try ImageStore(path: directory, configuration: configuration)
+        for n in 0..<synced { try store.put(smallEntry(n).data, for: smallEntry(n).url, durability: .sync) }
+        for n in synced..<(synced + unsynced) { try store.put(smallEntry(n).data, for: smallEntry(n).url) }
+        try copyStore(directory, to: copy, watermark: true)
         store.abandonForTesting()
     }
 

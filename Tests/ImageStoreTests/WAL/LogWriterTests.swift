@@ -12,7 +12,10 @@ import Testing
         let options = WriteAheadLog.Options(
             directory: directory, segmentBytes: 64 << 20, maxUnappliedBytes: maxUnappliedBytes,
             batchInterval: 3600, fileSystem: fileSystem)
-        return try WriteAheadLog(options: options, firstSegment: 1, nextSequence: 1, onWritten: onWritten, onFailed: { _ in })
+        // The watermark file on the real file system: the tests watch the segment's writes only.
+        let watermark = try SyncedWatermark.open(in: directory, fileSystem: PosixLogFileSystem(), found: nil, appliedSequence: 0)
+        return try WriteAheadLog(options: options, firstSegment: 1, nextSequence: 1, watermark: watermark,
+                                 onWritten: onWritten, onFailed: { _ in })
     }
 
     // MARK: - Batches
