@@ -410,17 +410,18 @@ public final class ImageStore: Sendable {
         }
     }
 
-    private func isExpired(_ record: EntryRecord, now: Int64? = nil) -> Bool {
+    func isExpired(_ record: EntryRecord, now: Int64? = nil) -> Bool {
         guard let expiresAt = effectiveExpiry(record) else { return false }
         return expiresAt <= (now ?? Self.milliseconds(configuration.clock()))
     }
 
     /// The record's expiry, moved forward by reads noted in memory when it slides.
-    private func effectiveExpiry(_ record: EntryRecord) -> Int64? {
+    func effectiveExpiry(_ record: EntryRecord) -> Int64? {
         policy.effectiveExpiry(of: record, lastAccess: record.slidingSeconds > 0 ? maintenance?.tracker.lastAccess(record.cacheKey) : nil)
     }
 
     func checkOpen() throws(ImageStoreError) {
+        BorrowedRead.checkNotLending(self)
         if isClosed.load(ordering: .acquiring) { throw .closed(path: path) }
     }
 
