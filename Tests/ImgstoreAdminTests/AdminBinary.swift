@@ -52,13 +52,7 @@ struct AdminTestError: Error, CustomStringConvertible {
 
 /// Tools the tests need, found on `PATH`.
 enum Tools {
-    static func find(_ name: String) -> String? {
-        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
-            let path = "\(directory)/\(name)"
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        return nil
-    }
+    static func find(_ name: String) -> String? { ToolsOnPath.find(name) }
 
     static let python3 = find("python3")
     static let isRoot = getuid() == 0
