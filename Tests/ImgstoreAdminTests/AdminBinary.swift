@@ -37,6 +37,17 @@ enum AdminBinary {
         return files
     }
 
+    /// A `demo` store with one byte flipped in the middle of photo-baseline.jpg's stored bytes:
+    /// a checksum mismatch for `verify` to find.
+    static func makeDamagedDemoStore(_ path: String) throws {
+        try makeDemoStore(path)
+        let image = try Fixtures.image("photo-baseline.jpg")
+        guard let offset = try FileCorruption.offsets(of: image.prefix(64), in: path + "/data.mdb").first else {
+            throw AdminTestError(message: "photo-baseline.jpg's bytes are not in data.mdb")
+        }
+        try FileCorruption.flipByte(at: offset + image.count / 2, in: path + "/data.mdb")
+    }
+
     /// A store with the sample images, made by `demo`.
     static func makeDemoStore(_ path: String) throws {
         let demo = try run(["--store", path, "demo", "--fixtures", Fixtures.directory])

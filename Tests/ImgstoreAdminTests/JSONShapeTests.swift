@@ -102,10 +102,7 @@ import Testing
     @Test func verifyWithProblemsAndQuarantine() throws {
         try withTemporaryDirectory { directory throws in
             let store = directory + "/s"
-            try AdminBinary.makeDemoStore(store)
-            let image = try Fixtures.image("photo-baseline.jpg")
-            let at = try #require(try FileCorruption.offsets(of: image.prefix(64), in: store + "/data.mdb").first)
-            try FileCorruption.flipByte(at: at + image.count / 2, in: store + "/data.mdb", mask: 0x40)
+            try AdminBinary.makeDamagedDemoStore(store)
             let verify = try AdminBinary.run(["--store", store, "verify", "--json"])
             #expect(verify.status == 4, "\(verify.standardError)")
             try expect(try document(verify.standardOutput), is: .object(Self.verify), nonEmpty: true)
