@@ -40,8 +40,8 @@ import Testing
             #expect(lentURL == url)
             #expect(byteCount == bytes.count)
             #expect(data == bytes)
-            #expect(try mappedFile(containing: address) == directory + "/data.mdb",
-                    "the bytes are LMDB's memory map of data.mdb, not a copy")
+            let mapped = try mappedFile(containing: address)
+            #expect(mapped == directory + "/data.mdb", "the bytes are LMDB's memory map of data.mdb, not a copy")
             #expect(try store.statistics().hits == 1)
             try checkConsistency(of: store)
         }
