@@ -177,7 +177,20 @@ import Testing
 
     /// The path of the file mapped at `address` in this process, from `/proc/self/maps`.
     private func mappedFile(containing address: UInt) throws -> String? {
-        let maps = try String(contentsOfFile: "/proc/self/maps", encoding: .utf8)
+        // read(2) to the end: procfs reports size 0, and String(contentsOfFile:) cut the file
+        // short in a ThreadSanitizer process (whose maps are long), losing data.mdb's line.
+        let fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw CocoaError(.fileReadUnknown) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            bytes += chunk[0..<n]
+        }
+        let maps = String(decoding: bytes, as: UTF8.self)
         for line in maps.split(separator: "\n") {
             let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
             let range = fields[0].split(separator: "-").compactMap { UInt($0, radix: 16) }
