@@ -422,11 +422,12 @@ public final class ImageStore: Sendable {
     }
 
     /// The record's expiry, moved forward by reads noted in memory when it slides.
-    private func effectiveExpiry(_ record: EntryRecord) -> Int64? {
+    func effectiveExpiry(_ record: EntryRecord) -> Int64? {
         policy.effectiveExpiry(of: record, lastAccess: record.slidingSeconds > 0 ? maintenance?.tracker.lastAccess(record.cacheKey) : nil)
     }
 
     func checkOpen() throws(ImageStoreError) {
+        BorrowedRead.checkNotLending(self)
         if isClosed.load(ordering: .acquiring) { throw .closed(path: path) }
     }
 

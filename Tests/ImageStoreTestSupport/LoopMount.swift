@@ -174,10 +174,7 @@ public final class LoopMount {
     }
 
     /// The executable `name` on `PATH`, or nil.
-    public static func tool(_ name: String) -> String? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
-        return path.split(separator: ":").map { "\($0)/\(name)" }.first { access($0, X_OK) == 0 }
-    }
+    public static func tool(_ name: String) -> String? { ToolsOnPath.find(name) }
 }
 
 public struct LoopMountError: Error, CustomStringConvertible {

@@ -1,6 +1,7 @@
 import Foundation
 import ImageStore
 import ImageStoreTestSupport
+import Locking
 import Synchronization
 import Testing
 
@@ -22,15 +23,26 @@ import Testing
             let done = Atomic<Bool>(false)
             let torn = Atomic<Int>(0)
             let reads = Atomic<Int>(0)
+            let failedReads = LockedValue<[String]>([])  // a miss or an error: every key is always present
             let group = startThreads(6) { reader in
                 var k = reader
                 while !done.load(ordering: .relaxed) {
                     k = (k + 7) % keys
-                    guard let image = try? store.get("https://x.test/\(k)") else { continue }
+                    let image: StoredImage
+                    do {
+                        guard let found = try store.get("https://x.test/\(k)") else {
+                            failedReads.withLock { $0.append("key \(k) missing") }
+                            continue
+                        }
+                        image = found
+                    } catch {
+                        failedReads.withLock { $0.append("key \(k): \(error)") }
+                        continue
+                    }
                     let whole = (0...40).contains { Self.blob(key: k, version: $0) == image.data }
                     if !whole { torn.add(1, ordering: .relaxed) }
                     reads.add(1, ordering: .relaxed)
-            }
+                }
             }
             for version in 1...40 {
                 for k in stride(from: version % 5, to: keys, by: 5) {
@@ -40,6 +52,7 @@ import Testing
             done.store(true, ordering: .relaxed)
             group.wait()
             #expect(torn.load(ordering: .relaxed) == 0)
+            #expect(failedReads.withLock { $0 } == [])
             #expect(reads.load(ordering: .relaxed) > 100)
         }
     }

@@ -128,7 +128,8 @@ struct GeneratedJPEGTests {
     }
 
     /// ImageMagick's `-colorspace CMYK` writes YCCK (Adobe transform 2).
-    @Test func ycckJPEGFromImageMagickIsValidInDeepMode() throws {
+    @Test(.enabled(if: Fixtures.hasImageMagick, Fixtures.noImageMagick))
+    func ycckJPEGFromImageMagickIsValidInDeepMode() throws {
         let ppm = Fixtures.tmp.appendingPathComponent("card-im.ppm"), out = Fixtures.tmp.appendingPathComponent("ycck-im.jpg")
         try Data(Fixtures.ppm(width: 40, height: 30)).write(to: ppm)
         _ = try Fixtures.run(try Fixtures.executable("magick", "convert"), [ppm.path, "-colorspace", "CMYK", out.path])
@@ -136,7 +137,8 @@ struct GeneratedJPEGTests {
     }
 
     /// Pillow's CMYK JPEG is plain CMYK (Adobe transform 0), written by libjpeg from Pillow's CMYK pixels.
-    @Test func cmykJPEGFromPillowIsValidInDeepMode() throws {
+    @Test(.enabled(if: Fixtures.hasPillow, Fixtures.noPillow))
+    func cmykJPEGFromPillowIsValidInDeepMode() throws {
         let ppm = Fixtures.tmp.appendingPathComponent("card-pil.ppm"), out = Fixtures.tmp.appendingPathComponent("cmyk-pil.jpg")
         try Data(Fixtures.ppm(width: 40, height: 30)).write(to: ppm)
         let script = "import sys\nfrom PIL import Image\nImage.open(sys.argv[1]).convert('CMYK').save(sys.argv[2], quality=90)\n"
@@ -146,7 +148,8 @@ struct GeneratedJPEGTests {
 
     /// ImageMagick's YCCK file made progressive by jpegtran (libjpeg-turbo-progs, which keeps the colour space):
     /// the progressive decode path with four components.
-    @Test func progressiveYCCKJPEGFromJpegtranIsValidInDeepMode() throws {
+    @Test(.enabled(if: Fixtures.hasImageMagick, Fixtures.noImageMagick))
+    func progressiveYCCKJPEGFromJpegtranIsValidInDeepMode() throws {
         let ppm = Fixtures.tmp.appendingPathComponent("card-jt.ppm"), out = Fixtures.tmp.appendingPathComponent("ycck-jt.jpg")
         try Data(Fixtures.ppm(width: 40, height: 30)).write(to: ppm)
         _ = try Fixtures.run(try Fixtures.executable("magick", "convert"), [ppm.path, "-colorspace", "CMYK", out.path])

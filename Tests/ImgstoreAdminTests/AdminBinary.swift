@@ -37,6 +37,17 @@ enum AdminBinary {
         return files
     }
 
+    /// A `demo` store with one byte flipped in the middle of photo-baseline.jpg's stored bytes:
+    /// a checksum mismatch for `verify` to find.
+    static func makeDamagedDemoStore(_ path: String) throws {
+        try makeDemoStore(path)
+        let image = try Fixtures.image("photo-baseline.jpg")
+        guard let offset = try FileCorruption.offsets(of: image.prefix(64), in: path + "/data.mdb").first else {
+            throw AdminTestError(message: "photo-baseline.jpg's bytes are not in data.mdb")
+        }
+        try FileCorruption.flipByte(at: offset + image.count / 2, in: path + "/data.mdb")
+    }
+
     /// A store with the sample images, made by `demo`.
     static func makeDemoStore(_ path: String) throws {
         let demo = try run(["--store", path, "demo", "--fixtures", Fixtures.directory])
@@ -52,13 +63,7 @@ struct AdminTestError: Error, CustomStringConvertible {
 
 /// Tools the tests need, found on `PATH`.
 enum Tools {
-    static func find(_ name: String) -> String? {
-        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
-            let path = "\(directory)/\(name)"
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        return nil
-    }
+    static func find(_ name: String) -> String? { ToolsOnPath.find(name) }
 
     static let python3 = find("python3")
     static let isRoot = getuid() == 0

@@ -154,10 +154,7 @@ import Testing
     @Test func verifyPrintsItsSummaryOnceOnStdout() throws {
         try withTemporaryDirectory { directory throws in
             let store = directory + "/s"
-            try AdminBinary.makeDemoStore(store)
-            let image = try Fixtures.image("photo-baseline.jpg")
-            let offset = try #require(try FileCorruption.offsets(of: image.prefix(64), in: store + "/data.mdb").first)
-            try FileCorruption.flipByte(at: offset + image.count / 2, in: store + "/data.mdb")
+            try AdminBinary.makeDamagedDemoStore(store)
             let text = try AdminBinary.run(["--store", store, "verify"])
             #expect(text.status == 4)
             #expect(text.standardError == "")

@@ -15,27 +15,34 @@ enum GetCommand: AdminCommand {
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         let url = arguments.positionals[0]
+        let output = arguments.value("--output")
         let store = try context.openStore(.read)
-        guard let image = try CommandFailure.mapping({ () throws(ImageStoreError) in try store.get(url) }) else {
-            throw CommandFailure(code: .notFound, message: "no entry for \(url)")
+        // The bytes are written straight from the store's memory map (or the log's buffer),
+        // in chunks, while the read lasts: a 64 MiB image is never copied whole.
+        let served = try CommandFailure.mapping { () throws(ImageStoreError) in
+            try store.withImage(for: url) { (_, bytes) -> CommandFailure? in
+                guard let output else {
+                    Output.standardOutput(bytes)
+                    return nil
+                }
+                return write(bytes, to: output)
+            }
         }
-        if let output = arguments.value("--output") {
-            try write(image.data, to: output)
-        } else {
-            Output.standardOutput(image.data)
-        }
+        guard let served else { throw CommandFailure(code: .notFound, message: "no entry for \(url)") }
+        if let failure = served { throw failure }
     }
 
-    /// Writes `data` into whatever `path` names, opened as `>` in a shell opens it, in chunks.
-    static func write(_ data: Data, to path: String) throws(CommandFailure) {
+    /// Writes `bytes` into whatever `path` names, opened as `>` in a shell opens it, in chunks;
+    /// returns the failure instead of throwing it (it runs inside the store's read).
+    static func write(_ bytes: UnsafeRawBufferPointer, to path: String) -> CommandFailure? {
         func failure(_ code: Int32) -> CommandFailure {
             CommandFailure(code: .ioError, message: "cannot write \(path): \(String(cString: strerror(code)))")
         }
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw failure(errno) }
-        let written = data.withUnsafeBytes { Output.writeAll(fd, $0) }
+        guard fd >= 0 else { return failure(errno) }
+        let written = Output.writeAll(fd, bytes)
         // A regular file's bytes are only known to be there once close succeeds (NFS reports late).
         let closed = close(fd) == 0 ? nil : errno
-        if let code = written ?? closed { throw failure(code) }
+        return (written ?? closed).map(failure)
     }
 }

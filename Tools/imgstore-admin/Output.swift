@@ -63,11 +63,15 @@ enum Output {
         Data(text.utf8).withUnsafeBytes { _ = writeAll(2, $0) }
     }
 
-    /// Writes all of `bytes` to `fd`; returns the `errno` of a failed write, nil on success.
+    /// The most one `write(2)` is asked to take: large images go out in pieces of this size.
+    static let chunkBytes = 1 << 20
+
+    /// Writes all of `bytes` to `fd`, at most `chunkBytes` per call; returns the `errno` of a
+    /// failed write, nil on success.
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32? {
         var offset = 0
         while offset < bytes.count {
-            let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            let n = write(fd, bytes.baseAddress! + offset, min(bytes.count - offset, chunkBytes))
             if n < 0 {
                 if errno == EINTR { continue }
                 return errno

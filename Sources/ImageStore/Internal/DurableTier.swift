@@ -139,20 +139,11 @@ final class DurableTier: Sendable {
 
     // MARK: - Reads
 
-    /// The record and bytes stored for `cacheKey`, verified against the record's checksum.
+    /// The record and a copy of the bytes stored for `cacheKey`, verified against the record's
+    /// checksum (`withBlob` without the copy).
     /// - Throws: `checksumMismatch` when the bytes are corrupt (they are not returned).
     func get(cacheKey: String) throws(ImageStoreError) -> (EntryRecord, Data)? {
-        try reading("reading an entry") { txn in
-            guard let (key, record) = try locate(cacheKey, in: txn) else { return nil }
-            guard let blob = try txn.get(blobs, key: key) else {
-                throw ImageStoreError.corruptStore(path: path, detail: "the entry for \(record.url) has no image bytes")
-            }
-            let actual = Checksum.blob(blob)
-            guard blob.count == record.byteCount, actual == record.checksum else {
-                throw ImageStoreError.checksumMismatch(url: record.url, expected: record.checksum, actual: actual)
-            }
-            return (record, Data(blob))
-        }
+        try withBlob(cacheKey: cacheKey) { record, blob in (record, Data(blob)) }
     }
 
     /// The record stored for `cacheKey`, without touching its bytes.

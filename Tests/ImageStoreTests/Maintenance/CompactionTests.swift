@@ -211,10 +211,7 @@ enum TemporaryMount {
     static let unavailableReason: Comment = "mounting a tmpfs needs root and mount(8)/umount(8) on PATH"
 
     /// The first `name` on `PATH`.
-    static func executable(_ name: String) -> String? {
-        (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
-            .map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }
+    static func executable(_ name: String) -> String? { ToolsOnPath.find(name) }
 
     /// Mounts a 64 MiB tmpfs at `path` (created when missing), runs `body`, unmounts.
     static func tmpfs(at path: String, _ body: () throws -> Void) throws {

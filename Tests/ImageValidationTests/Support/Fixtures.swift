@@ -1,5 +1,6 @@
 import Foundation
 import ImageStoreTestSupport
+import Testing
 
 /// Images made at test time with Debian's encoders (libjpeg-turbo-progs) or built byte by byte.
 enum Fixtures {
@@ -41,17 +42,20 @@ enum Fixtures {
         return [UInt8](result.standardOutput)
     }
 
-    /// The first of `names` that is an executable on PATH. A missing tool is a failure naming the fix, never a skip.
+    /// The first of `names` that is an executable on PATH. A missing tool is a failure naming the fix; a test
+    /// that needs an optional tool says so with a condition (`hasImageMagick`, `hasPillow`) and is skipped.
     static func executable(_ names: String...) throws -> String {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        for name in names {
-            if name.contains("/") && FileManager.default.isExecutableFile(atPath: name) { return name }
-            for directory in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(directory)/\(name)") {
-                return "\(directory)/\(name)"
-            }
-        }
+        if let path = names.first(where: { $0.contains("/") && FileManager.default.isExecutableFile(atPath: $0) }) { return path }
+        if let found = ToolsOnPath.find(names) { return found }
         throw FixtureError(message: "\(names.joined(separator: " or ")) not found on PATH; run Tools/install-deps.sh")
     }
+
+    /// ImageMagick (`magick`, or `convert` before version 7) is on PATH.
+    static let hasImageMagick = ToolsOnPath.find("magick", "convert") != nil
+    static let noImageMagick: Comment = "needs ImageMagick (magick or convert) on PATH; Tools/install-deps.sh installs it"
+    /// The python3 on PATH has Pillow.
+    static let hasPillow = ToolsOnPath.python3CanImport("PIL")
+    static let noPillow: Comment = "needs Pillow for the python3 on PATH; Tools/install-deps.sh installs it"
 
     struct FixtureError: Error, CustomStringConvertible { var message: String; var description: String { message } }
 
