@@ -36,6 +36,10 @@ extension DurableTier {
                                         entryKey: keyBytes, fix: .quarantineEntry))
                 return
             }
+            if keyBytes.count != StoreFormat.entryKeyByteCount || !keyBytes.starts(with: keyHasher(record.cacheKey)) {
+                findings.append(Finding(problem: problem(.wrongKey, record.url, "the entry's key \(Self.hex(key)) is not the hash of its URL, so no lookup reaches it"),
+                                        entryKey: keyBytes, fix: .quarantineEntry))
+            }
             guard let blob = try txn.get(blobs, key: key) else {
                 findings.append(Finding(problem: problem(.missingBlob, record.url, "the entry has no image bytes"), entryKey: keyBytes, fix: .quarantineEntry))
                 return

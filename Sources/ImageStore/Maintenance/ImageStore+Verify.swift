@@ -63,17 +63,43 @@ extension ImageStore {
         return VerifyReport(problems: problems, entriesChecked: checked, logSegmentsChecked: log.segments, tornLogBytes: log.torn)
     }
 
+    /// Reads of the log `checkLog` makes at most while apparent damage keeps moving.
+    static let logCheckAttempts = 8
+
     /// Reads the log's segments without applying anything, reporting damage before valid
     /// records. (A writable store's own log was just recovered; this re-reads what it wrote since.)
+    ///
+    /// Safe beside a live writer, in this process or another, without coordinating with it:
+    /// - The segments are read first (`LogSnapshot`), LMDB's applied-seq after. A checkpoint
+    ///   retires only segments whose records are all at or below applied-seq, so a segment that
+    ///   was retired (or recycled and partly overwritten) before or while it was read held only
+    ///   records at or below the applied-seq read afterwards: recovery's rules count the gap or
+    ///   the damage it leaves as applied, never as loss.
+    /// - A segment being appended may be read half-written: a page not yet written, and a later
+    ///   one already written. That looks like damage followed by a valid record. But the writer
+    ///   writes in order, so once that later record was seen, every byte before it was final.
+    ///   So apparent damage is judged against a fresh read: reported only when the next read
+    ///   finds the same damage in the same place (real damage stays put; a torn read does not
+    ///   come back, the bytes it missed are written by then). Damage that keeps moving is
+    ///   reported after `logCheckAttempts` reads.
     private func checkLog() throws(ImageStoreError) -> (problems: [VerifyProblem], segments: Int, torn: Int) {
-        let recovery = LogRecovery(directory: path, fileSystem: PosixLogFileSystem(), salvage: false)
-        do {
-            let (report, _) = try recovery.replay(appliedSequence: try tier.appliedSequence()) { _ in }
-            return ([], report.segmentsRead, report.tornBytesDropped)
-        } catch {
-            guard case let .walCorrupt(_, detail) = error else { throw error }
-            return ([VerifyProblem(kind: .damagedLog, subject: "write-ahead log", detail: detail, repaired: false)], 0, 0)
+        var previous: String?
+        for attempt in 1...Self.logCheckAttempts {
+            let snapshot = try LogSnapshot.read(directory: path, willOpen: configuration.verifyWillOpenLogSegment)
+            let applied = try tier.appliedSequence()  // after the segments were read: see above
+            let recovery = LogRecovery(directory: path, fileSystem: snapshot, salvage: false)
+            do {
+                let (report, _) = try recovery.replay(appliedSequence: applied) { _ in }
+                return ([], report.segmentsRead, report.tornBytesDropped)
+            } catch {
+                guard case let .walCorrupt(_, detail) = error else { throw error }
+                if detail == previous || attempt == Self.logCheckAttempts {
+                    return ([VerifyProblem(kind: .damagedLog, subject: "write-ahead log", detail: detail, repaired: false)], 0, 0)
+                }
+                previous = detail
+            }
         }
+        preconditionFailure("the loop returns on its last attempt")
     }
 
     /// What `verify --repair` set aside.

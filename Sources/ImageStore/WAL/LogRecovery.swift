@@ -70,11 +70,12 @@ struct LogRecovery {
         for number in try Self.segments(in: directory, fileSystem: fileSystem) {
             let path = directory + "/" + WALFormat.segmentName(number)
             let bytes: [UInt8]
-            do {
-                guard FileManager.default.fileExists(atPath: path) else { continue }  // retired meanwhile by a live writer
+            do throws(LogIOError) {
                 let file = try fileSystem.open(path, preallocate: 0)
                 defer { file.close() }
                 bytes = try file.readAll()
+            } catch where error.code == ENOENT {
+                continue  // retired meanwhile by a live writer (the file system decides: verify's reads only)
             } catch {
                 throw .storage(path: directory, detail: "reading the log: \(error)")
             }

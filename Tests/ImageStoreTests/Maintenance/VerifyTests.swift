@@ -90,6 +90,41 @@ import Testing
         }
     }
 
+    /// Each entry's key is the hash of its record's URL: a flipped URL byte makes the entry
+    /// unreachable, and verify says so (and repair sets it aside).
+    @Test func anEntryWhoseKeyIsNotTheHashOfItsURLIsDamage() throws {
+        try withTemporaryDirectory { directory throws in
+            try makeStore(directory)
+            try damage(directory) { txn, db in
+                let key = try firstKey(txn, db["entries"]!)
+                var record = Array(try txn.get(db["entries"]!, key: key)!)
+                record[80 + 12] ^= 0x01  // a byte of the URL (offset 80, `StoreFormat.swift`)
+                try txn.put(db["entries"]!, key: key, value: record)
+            }
+            let found = try verify(directory)
+            #expect(found.problems.map(\.kind.rawValue) == ["wrong-key"], "\(found.problems)")
+            let repaired = try verify(directory, repair: true)
+            #expect(repaired.problems.map(\.kind.rawValue) == ["wrong-key"] && repaired.unrepaired.isEmpty, "\(repaired.problems)")
+            #expect(try verify(directory).problems == [])
+            #expect(try verify(directory).entriesChecked == 6)
+        }
+    }
+
+    /// The same through `imgstore-admin verify`: exit 4, naming the problem.
+    @Test func adminVerifyExitsFourForAFlippedURLByte() throws {
+        try withTemporaryDirectory { directory throws in
+            try makeStore(directory)
+            let url = Array("https://x.test/photo-baseline.jpg".utf8)
+            // Every copy: LMDB's copy-on-write leaves older ones on free pages.
+            let offsets = try FileCorruption.offsets(of: Data(url), in: directory + "/data.mdb")
+            try #require(!offsets.isEmpty)
+            for offset in offsets { try FileCorruption.flipByte(at: offset + url.count - 5, in: directory + "/data.mdb") }
+            let run = try ChildProcess.run(AdminRun.binary, ["--store", directory, "verify"])
+            #expect(run.status == 4, "\(run.output)\(run.standardError)")
+            #expect(run.output.hasPrefix("wrong-key: https://x.test/photo-baselin"), "\(run.output)")
+        }
+    }
+
     @Test func midLogDamageIsReportedAndATornTailIsNot() throws {
         try withTemporaryDirectory { directory throws in
             try LogTest.makeCrashedStore(at: directory, count: 5)
