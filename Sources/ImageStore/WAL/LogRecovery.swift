@@ -96,6 +96,11 @@ struct LogRecovery {
                             try resolve(damage, nextValid: next, expected: expected, appliedSequence: appliedSequence, report: &report,
                                         detail: "sequence numbers \(wanted) to \(record.sequence - 1) are missing")
                             unresolvedDamage = nil
+                        } else if let damage = unresolvedDamage, damage.segment != number, record.sequence == expected {
+                            // An earlier segment's tail that the next segment continues: it held
+                            // no record (the writer rolls only after its last one), so it is
+                            // stale bytes of a recycled file, shorter than a header. Lost nothing.
+                            unresolvedDamage = nil
                         } else if let damage = unresolvedDamage {
                             try resolve(damage, nextValid: next, expected: expected, appliedSequence: appliedSequence, report: &report)
                             unresolvedDamage = nil
