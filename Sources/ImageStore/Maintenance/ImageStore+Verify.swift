@@ -36,20 +36,27 @@ extension ImageStore {
         if let progress = options.progress { tierOptions.onProgress = progress }
 
         let (findings, checked): ([DurableTier.Finding], Int)
+        var salvaged: [VerifyProblem] = []
         if options.repair {
-            (findings, checked) = try ImageStoreError.rethrowing(path: path, operation: "verifying and repairing") {
+            (findings, checked, salvaged) = try ImageStoreError.rethrowing(path: path, operation: "verifying and repairing") {
                 try tier.writer.sync {
-                    let result = try tier.verify(tierOptions)
-                    if !result.findings.isEmpty {
-                        memory?.invalidate(try tier.repair(result.findings, now: Self.milliseconds(configuration.clock())))
+                    let now = Self.milliseconds(configuration.clock())
+                    do {
+                        let (found, checked) = try verifyAndRepair(tierOptions, now: now)
+                        return (found, checked, [VerifyProblem]())
+                    } catch let error as ImageStoreError {
+                        // A damaged tree: save what is readable into a fresh data file, then check that.
+                        guard case .corruptStore = error else { throw error }
+                        let salvage = try salvage(after: error, now: now)
+                        let (found, checked) = try verifyAndRepair(tierOptions, now: now)
+                        return (found, checked, [salvage])
                     }
-                    return result
                 }
             }
         } else {
             (findings, checked) = try tier.verify(tierOptions)
         }
-        var problems = findings.map { finding in
+        var problems = salvaged + findings.map { finding in
             var problem = finding.problem
             problem.repaired = options.repair && finding.fix != .none
             return problem
@@ -61,6 +68,13 @@ extension ImageStore {
         let log = try checkLog()
         problems += log.problems
         return VerifyReport(problems: problems, entriesChecked: checked, logSegmentsChecked: log.segments, tornLogBytes: log.torn)
+    }
+
+    /// Verifies, then repairs what was found (on the writer queue).
+    private func verifyAndRepair(_ options: DurableTier.VerifyOptions, now: Int64) throws(ImageStoreError) -> ([DurableTier.Finding], Int) {
+        let result = try tier.verify(options)
+        if !result.findings.isEmpty { memory?.invalidate(try tier.repair(result.findings, now: now)) }
+        return result
     }
 
     /// Reads of the log `checkLog` makes at most while apparent damage keeps moving.

@@ -23,6 +23,9 @@ public struct VerifyProblem: Sendable, Hashable, CustomStringConvertible {
         /// An entry whose key is not the hash of its record's cache key (a damaged URL, say):
         /// no lookup can reach it. Last, so quarantined kinds keep their stored index.
         case wrongKey = "wrong-key"
+        /// LMDB's tree is damaged (a page unreadable): repair copies every readable entry into
+        /// a fresh data file.
+        case damagedTree = "damaged-tree"
     }
 
     public var kind: Kind
