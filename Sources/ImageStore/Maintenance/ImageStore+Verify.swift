@@ -6,7 +6,9 @@ extension ImageStore {
         /// Fully decode PNG and JPEG images instead of checking their structure.
         public var deep = false
         /// Fix what can be fixed (needs a writable store): bad entries to the quarantine,
-        /// indexes rebuilt, counters recomputed.
+        /// indexes rebuilt, counters recomputed. A damaged tree is salvaged: every readable
+        /// entry is copied into a fresh data file (refused while another process has the store
+        /// open), and what its damaged pages hid is lost.
         public var repair = false
         /// Entries per read transaction; smaller holds old pages for less time.
         public var chunkSize = 512
@@ -25,7 +27,9 @@ extension ImageStore {
     ///
     /// Safe on a read-only store while another process writes: it reads consistent snapshots in
     /// short chunks and never takes the writer lock.
-    /// - Throws: `readOnly` when asked to repair a read-only store; storage errors.
+    /// - Throws: `readOnly` when asked to repair a read-only store; `storage` when a salvage is
+    ///   refused because another process has the store open; `corruptStore` when a read-only
+    ///   check meets a damaged tree; storage errors.
     public func verify(_ options: VerifyOptions = VerifyOptions()) throws(ImageStoreError) -> VerifyReport {
         try checkOpen()
         if options.repair && writes == nil { throw .readOnly(path: path) }
