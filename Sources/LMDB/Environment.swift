@@ -157,7 +157,7 @@ package final class Environment: Sendable {
             var fd: mdb_filehandle_t = -1
             try check(mdb_env_get_fd(env, &fd))
             guard fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC) == 0 else { throw LMDBError(code: errno) }
-            try checkDataFileLength(env, path: path, length: lengthBeforeOpen ?? dataFileLength(path))
+            try checkDataFileLength(env, path: path, lengthBeforeOpen: lengthBeforeOpen)
             var dead: Int32 = 0
             if options.clearsStaleReaders { try check(mdb_reader_check(env, &dead)) }
         } catch {
@@ -178,13 +178,18 @@ package final class Environment: Sendable {
     /// Throws `MDB_CORRUPTED` when `data.mdb` is shorter than the pages its newest meta page says
     /// are in use. LMDB maps the file and trusts the meta page, so without this check the first
     /// read of a page past the end of a truncated file is a SIGBUS instead of an error.
-    private static func checkDataFileLength(_ env: OpaquePointer, path: String, length: Int?) throws(LMDBError) {
+    ///
+    /// The length is measured after the meta page is read (unless given, for a WRITEMAP writer):
+    /// a commit of another process writes its pages, growing the file, before the meta page
+    /// that names them, so a length taken after the meta covers every page it names. Taken
+    /// before, a commit in between made a growing file look cut short.
+    private static func checkDataFileLength(_ env: OpaquePointer, path: String, lengthBeforeOpen: Int?) throws(LMDBError) {
         var info = MDB_envinfo()
         var stat = MDB_stat()
         try check(mdb_env_info(env, &info))
         try check(mdb_env_stat(env, &stat))
         let needed = (Int(info.me_last_pgno) + 1) * Int(stat.ms_psize)
-        guard let length else { throw LMDBError(code: errno == 0 ? ENOENT : errno) }
+        guard let length = lengthBeforeOpen ?? dataFileLength(path) else { throw LMDBError(code: errno == 0 ? ENOENT : errno) }
         if length < needed {
             throw LMDBError(code: MDB_CORRUPTED, detail: "data.mdb is \(length) bytes, shorter than the \(needed) bytes of the \(info.me_last_pgno + 1) pages in use (the file was cut short)")
         }

@@ -89,6 +89,27 @@ import Testing
         }
     }
 
+    /// A read-only open (what `imgstore-admin verify` does first) while another process grows
+    /// the file: the open's check of the file's length against the pages in use must never see a
+    /// growing file as cut short (seen once as `corruptStore` under ThreadSanitizer).
+    @Test func readOnlyOpensNeverTakeAGrowingFileForACutOne() throws {
+        try withTemporaryDirectory { directory in
+            let writer = try ChildProcess.Collecting(ChildProcess.product("imgstore-test-child"), ["put-forever", directory, "2", "none", "5"])
+            defer { _ = writer.kill() }
+            try #require(writer.wait(for: "acked"))
+            var failures: [String] = []
+            for _ in 0..<Self.rounds {
+                do {
+                    let store = try ImageStore(path: directory, configuration: configuration(readOnly: true))
+                    store.close()
+                } catch {
+                    failures.append("\(error)")
+                }
+            }
+            #expect(failures == [], "\(failures.count) of \(Self.rounds) opens: \(failures.prefix(2))")
+        }
+    }
+
     private func logSegmentNumbers(_ directory: String) throws -> [Int] {
         try FileManager.default.contentsOfDirectory(atPath: directory)
             .filter { $0.hasPrefix("wal-0") }.compactMap { Int($0.dropFirst(4).dropLast(4)) }
