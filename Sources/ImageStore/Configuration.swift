@@ -99,6 +99,9 @@ extension ImageStore {
         /// it inserts an entry it read from LMDB, so tests can land a write in between. Not
         /// public API.
         package var memoryFillHook: (@Sendable (MemoryFillPhase, String) -> Void)?
+        /// Called by `verify` with each log segment's path just before it opens it, so tests
+        /// can retire the segment in between, as a live writer's checkpoint may. Not public API.
+        package var verifyWillOpenLogSegment: (@Sendable (String) -> Void)?
         /// Replaces the URL hash, so tests can force collisions. Not public API.
         package var keyHasher: @Sendable (String) -> [UInt8] = Checksum.key
 

@@ -29,6 +29,9 @@ import LMDB
 //        LMDB, so everything stays in the write-ahead log
 //   imgstore-test-child put-forever DIR THREADS MODE SEED
 //        put entries from THREADS threads until killed, printing "acked URL SIZE CHECKSUM"
+//   imgstore-test-child churn DIR THREADS MODE KEYS
+//        overwrite KEYS entries over and over from THREADS threads until killed (the store stays
+//        small while its log rolls and checkpoints); prints "ready" once the first put is acked
 //   imgstore-test-child power-loss DIR WORKLOAD MODE SEED
 //        the power-loss test's writer (`PowerLossWorkload.swift`); runs until killed
 //   imgstore-test-child pool-heartbeat DIR SECONDS WRITERS SYNC_DELAY_MS MODE
@@ -225,6 +228,17 @@ do {
                     say("acked \(info.url) \(info.byteCount) \(info.checksum)")
                 }
                 n += 1
+            }
+        }
+    case ("churn", 5):
+        let store = try open(arguments[1])
+        let mode = durability(arguments[3])
+        let keys = Int(arguments[4])!
+        try store.put(blob(0, seed: 3), for: "https://x.test/churn/0", durability: .sync)
+        say("ready")
+        DispatchQueue.concurrentPerform(iterations: Int(arguments[2])!) { thread in
+            for n in (thread * 7)... {
+                _ = try? store.put(blob(n, seed: 3), for: "https://x.test/churn/\(n % keys)", durability: mode)
             }
         }
     case ("inspect", 2):

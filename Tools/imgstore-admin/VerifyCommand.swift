@@ -9,7 +9,7 @@ enum VerifyCommand: AdminCommand {
         arguments: "",
         options: [
             OptionSpec(name: "--deep", help: "fully decode every PNG and JPEG (slower)"),
-            OptionSpec(name: "--repair", help: "move bad entries to the quarantine, rebuild indexes and counters (takes the writer lock)"),
+            OptionSpec(name: "--repair", help: "move bad entries to the quarantine, rebuild indexes and counters; on a damaged tree, copy every readable entry into a fresh data file (takes the writer lock; refused while another process has the store open)"),
             OptionSpec(name: "--json", help: "print one JSON object: ok, entriesChecked, problems, counts"),
         ],
         positional: 0...0,

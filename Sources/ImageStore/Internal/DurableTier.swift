@@ -18,7 +18,8 @@ final class DurableTier: Sendable {
     /// The only queue that writes to LMDB (the log applier runs on it).
     let writer = DispatchQueue(label: "imgstore.writer")
     let isReadOnly: Bool
-    private let keyHasher: @Sendable (String) -> [UInt8]
+    /// The URL hash (`Configuration.keyHasher`): an entry's key is this of its cache key.
+    let keyHasher: @Sendable (String) -> [UInt8]
 
     private init(environment: Environment, path: String, maxMapSize: Int, databases: [Database],
                  keyHasher: @escaping @Sendable (String) -> [UInt8]) {

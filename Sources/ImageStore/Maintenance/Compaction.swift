@@ -96,7 +96,7 @@ extension ImageStore {
                 try CompactionLeftovers.remove(forStoreAt: path)
                 try tier.environment.clearStaleReaders()
                 try refuseWhileShared()
-                try swapInCompactedCopy()
+                try swapIn(copyOf: tier.environment)
             }
         }
         let report = CompactionReport(bytesBefore: before, bytesAfter: Self.fileBytes(path), expiredPurged: expired,
@@ -106,7 +106,7 @@ extension ImageStore {
     }
 
     /// Throws when another process has the store open.
-    private func refuseWhileShared() throws(ImageStoreError) {
+    func refuseWhileShared() throws(ImageStoreError) {
         let other: pid_t?
         do { other = try tier.environment.otherProcess() } catch {
             throw .from(error, path: path, operation: "checking for other processes", maxMapSize: 0)
@@ -118,8 +118,9 @@ extension ImageStore {
         .storage(path: path, detail: "\(holder) has the store open (it would keep reading the old data file); compact it when no other process has it open")
     }
 
-    /// Writes the compacted copy, syncs it and swaps it in (on the writer queue).
-    private func swapInCompactedCopy() throws {
+    /// Writes a compacted copy of `source` (the store's own environment, or salvage's fresh
+    /// one), syncs it and swaps it in for the store's data file (on the writer queue).
+    func swapIn(copyOf source: Environment) throws {
         let environment = tier.environment
         let copy = CompactionLeftovers.copyPath(forStoreAt: path)
         let fd = Glibc.open(copy, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
@@ -129,7 +130,7 @@ extension ImageStore {
             Glibc.close(fd)
             if !installed { unlink(copy) }
         }
-        try environment.copy(toDescriptor: fd, compact: true)
+        try source.copy(toDescriptor: fd, compact: true)
         try FileSystem.sync(descriptor: fd, path: copy)
         let expected = tier.databases
         let reopened: [Database]

@@ -3,8 +3,8 @@ import Foundation
 import Glibc
 #endif
 
-/// The compacted copy a compaction writes before it swaps it in, and the ones killed
-/// compactions leave behind.
+/// The compacted copy a compaction writes before it swaps it in (and the fresh environment a
+/// salvage builds first), and the ones killed compactions and salvages leave behind.
 ///
 /// The copy is `data.mdb.compacting-<pid>` inside the store directory, so the rename over
 /// `data.mdb` never crosses a file system (a store directory may be a mount point). Builds
@@ -12,6 +12,11 @@ import Glibc
 /// cleaned up too.
 enum CompactionLeftovers {
     static let marker = ".compacting-"
+
+    /// The fresh environment (a directory) `verify --repair` builds its salvage in.
+    static func salvagePath(forStoreAt path: String) -> String {
+        path + "/salvage" + marker + String(getpid())
+    }
 
     /// The copy this process writes for the store at `path`.
     static func copyPath(forStoreAt path: String) -> String {
@@ -28,7 +33,7 @@ enum CompactionLeftovers {
     static func remove(forStoreAt path: String) throws(ImageStoreError) -> Int {
         let store = URL(fileURLWithPath: path).standardizedFileURL
         let parent = store.deletingLastPathComponent().path
-        var found = leftovers(in: store.path, prefix: "data.mdb")
+        var found = leftovers(in: store.path, prefix: "data.mdb") + leftovers(in: store.path, prefix: "salvage")
         found += leftovers(in: parent, prefix: store.lastPathComponent)
         for leftover in found {
             do { try FileManager.default.removeItem(atPath: leftover) } catch {

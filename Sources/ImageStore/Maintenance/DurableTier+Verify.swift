@@ -36,6 +36,10 @@ extension DurableTier {
                                         entryKey: keyBytes, fix: .quarantineEntry))
                 return
             }
+            if keyBytes.count != StoreFormat.entryKeyByteCount || !keyBytes.starts(with: keyHasher(record.cacheKey)) {
+                findings.append(Finding(problem: problem(.wrongKey, record.url, "the entry's key \(Self.hex(key)) is not the hash of its URL, so no lookup reaches it"),
+                                        entryKey: keyBytes, fix: .quarantineEntry))
+            }
             guard let blob = try txn.get(blobs, key: key) else {
                 findings.append(Finding(problem: problem(.missingBlob, record.url, "the entry has no image bytes"), entryKey: keyBytes, fix: .quarantineEntry))
                 return
@@ -148,10 +152,8 @@ extension DurableTier {
                     quarantined.insert(key)
                     let record = try txn.get(entries, key: key).map(Array.init) ?? []
                     let blob = try txn.get(blobs, key: key).map(Array.init) ?? []
-                    var value: [UInt8] = [UInt8(VerifyProblem.Kind.allCases.firstIndex(of: finding.problem.kind)!)]
-                    withUnsafeBytes(of: UInt32(record.count).littleEndian) { value.append(contentsOf: $0) }
-                    value += record + blob
-                    try txn.put(quarantine, key: StoreFormat.timeKey(now) + key, value: value)
+                    try txn.put(quarantine, key: StoreFormat.timeKey(now) + key,
+                                value: Self.quarantineValue(finding.problem.kind, record: record, blob: blob))
                     try txn.delete(entries, key: key)
                     try txn.delete(blobs, key: key)
                     if let decoded = record.withUnsafeBytes({ EntryRecord(decoding: $0) }) { removed.append(decoded.cacheKey) }

@@ -6,7 +6,9 @@ extension ImageStore {
         /// Fully decode PNG and JPEG images instead of checking their structure.
         public var deep = false
         /// Fix what can be fixed (needs a writable store): bad entries to the quarantine,
-        /// indexes rebuilt, counters recomputed.
+        /// indexes rebuilt, counters recomputed. A damaged tree is salvaged: every readable
+        /// entry is copied into a fresh data file (refused while another process has the store
+        /// open), and what its damaged pages hid is lost.
         public var repair = false
         /// Entries per read transaction; smaller holds old pages for less time.
         public var chunkSize = 512
@@ -25,7 +27,9 @@ extension ImageStore {
     ///
     /// Safe on a read-only store while another process writes: it reads consistent snapshots in
     /// short chunks and never takes the writer lock.
-    /// - Throws: `readOnly` when asked to repair a read-only store; storage errors.
+    /// - Throws: `readOnly` when asked to repair a read-only store; `storage` when a salvage is
+    ///   refused because another process has the store open; `corruptStore` when a read-only
+    ///   check meets a damaged tree; storage errors.
     public func verify(_ options: VerifyOptions = VerifyOptions()) throws(ImageStoreError) -> VerifyReport {
         try checkOpen()
         if options.repair && writes == nil { throw .readOnly(path: path) }
@@ -36,21 +40,27 @@ extension ImageStore {
         if let progress = options.progress { tierOptions.onProgress = progress }
 
         let (findings, checked): ([DurableTier.Finding], Int)
+        var salvaged: [VerifyProblem] = []
         if options.repair {
-            (findings, checked) = try ImageStoreError.rethrowing(path: path, operation: "verifying and repairing") {
+            (findings, checked, salvaged) = try ImageStoreError.rethrowing(path: path, operation: "verifying and repairing") {
                 try tier.writer.sync {
-                    let result = try tier.verify(tierOptions)
-                    if !result.findings.isEmpty {
-                        memory?.invalidate(try tier.repair(result.findings, now: Self.milliseconds(configuration.clock())))
-                        counters.quarantined(result.findings)
+                    let now = Self.milliseconds(configuration.clock())
+                    do {
+                        let (found, checked) = try verifyAndRepair(tierOptions, now: now)
+                        return (found, checked, [VerifyProblem]())
+                    } catch let error as ImageStoreError {
+                        // A damaged tree: save what is readable into a fresh data file, then check that.
+                        guard case .corruptStore = error else { throw error }
+                        let salvage = try salvage(after: error, now: now)
+                        let (found, checked) = try verifyAndRepair(tierOptions, now: now)
+                        return (found, checked, [salvage])
                     }
-                    return result
                 }
             }
         } else {
             (findings, checked) = try tier.verify(tierOptions)
         }
-        var problems = findings.map { finding in
+        var problems = salvaged + findings.map { finding in
             var problem = finding.problem
             problem.repaired = options.repair && finding.fix != .none
             return problem
@@ -64,17 +74,53 @@ extension ImageStore {
         return VerifyReport(problems: problems, entriesChecked: checked, logSegmentsChecked: log.segments, tornLogBytes: log.torn)
     }
 
+    /// Verifies, then repairs what was found (on the writer queue).
+    private func verifyAndRepair(_ options: DurableTier.VerifyOptions, now: Int64) throws(ImageStoreError) -> ([DurableTier.Finding], Int) {
+        let result = try tier.verify(options)
+        if !result.findings.isEmpty {
+            memory?.invalidate(try tier.repair(result.findings, now: now))
+            counters.quarantined(result.findings)
+        }
+        return result
+    }
+
+    /// Reads of the log `checkLog` makes at most while apparent damage keeps moving.
+    static let logCheckAttempts = 8
+
     /// Reads the log's segments without applying anything, reporting damage before valid
     /// records. (A writable store's own log was just recovered; this re-reads what it wrote since.)
+    ///
+    /// Safe beside a live writer, in this process or another, without coordinating with it:
+    /// - The segments are read first (`LogSnapshot`), LMDB's applied-seq after. A checkpoint
+    ///   retires only segments whose records are all at or below applied-seq, so a segment that
+    ///   was retired (or recycled and partly overwritten) before or while it was read held only
+    ///   records at or below the applied-seq read afterwards: recovery's rules count the gap or
+    ///   the damage it leaves as applied, never as loss.
+    /// - A segment being appended may be read half-written: a page not yet written, and a later
+    ///   one already written. That looks like damage followed by a valid record. But the writer
+    ///   writes in order, so once that later record was seen, every byte before it was final.
+    ///   So apparent damage is judged against a fresh read: reported only when the next read
+    ///   finds the same damage in the same place (real damage stays put; a torn read does not
+    ///   come back, the bytes it missed are written by then). Damage that keeps moving is
+    ///   reported after `logCheckAttempts` reads.
     private func checkLog() throws(ImageStoreError) -> (problems: [VerifyProblem], segments: Int, torn: Int) {
-        let recovery = LogRecovery(directory: path, fileSystem: PosixLogFileSystem(), salvage: false)
-        do {
-            let (report, _) = try recovery.replay(appliedSequence: try tier.appliedSequence()) { _ in }
-            return ([], report.segmentsRead, report.tornBytesDropped)
-        } catch {
-            guard case let .walCorrupt(_, detail) = error else { throw error }
-            return ([VerifyProblem(kind: .damagedLog, subject: "write-ahead log", detail: detail, repaired: false)], 0, 0)
+        var previous: String?
+        for attempt in 1...Self.logCheckAttempts {
+            let snapshot = try LogSnapshot.read(directory: path, willOpen: configuration.verifyWillOpenLogSegment)
+            let applied = try tier.appliedSequence()  // after the segments were read: see above
+            let recovery = LogRecovery(directory: path, fileSystem: snapshot, salvage: false)
+            do {
+                let (report, _) = try recovery.replay(appliedSequence: applied) { _ in }
+                return ([], report.segmentsRead, report.tornBytesDropped)
+            } catch {
+                guard case let .walCorrupt(_, detail) = error else { throw error }
+                if detail == previous || attempt == Self.logCheckAttempts {
+                    return ([VerifyProblem(kind: .damagedLog, subject: "write-ahead log", detail: detail, repaired: false)], 0, 0)
+                }
+                previous = detail
+            }
         }
+        preconditionFailure("the loop returns on its last attempt")
     }
 
     /// What `verify --repair` set aside.

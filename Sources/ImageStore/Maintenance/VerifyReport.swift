@@ -20,6 +20,12 @@ public struct VerifyProblem: Sendable, Hashable, CustomStringConvertible {
         case wrongCounter = "wrong-counter"
         /// Damage in the write-ahead log before valid records (data lost in the middle).
         case damagedLog = "damaged-log"
+        /// An entry whose key is not the hash of its record's cache key (a damaged URL, say):
+        /// no lookup can reach it. Last, so quarantined kinds keep their stored index.
+        case wrongKey = "wrong-key"
+        /// LMDB's tree is damaged (a page unreadable): repair copies every readable entry into
+        /// a fresh data file.
+        case damagedTree = "damaged-tree"
     }
 
     public var kind: Kind

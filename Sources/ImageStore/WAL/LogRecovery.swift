@@ -85,7 +85,7 @@ struct LogRecovery {
         for number in try Self.segments(in: directory, fileSystem: fileSystem) {
             let path = directory + "/" + WALFormat.segmentName(number)
             let bytes: [UInt8]
-            do {
+            do throws(LogIOError) {
                 guard FileManager.default.fileExists(atPath: path) else {  // retired meanwhile by a live writer
                     retiredMeanwhile = true
                     continue
@@ -93,6 +93,9 @@ struct LogRecovery {
                 let file = try fileSystem.open(path, preallocate: 0)
                 defer { file.close() }
                 bytes = try file.readAll()
+            } catch where error.code == ENOENT {
+                retiredMeanwhile = true  // retired between the check and the open (verify's reads only)
+                continue
             } catch {
                 throw .storage(path: directory, detail: "reading the log: \(error)")
             }
@@ -112,6 +115,11 @@ struct LogRecovery {
                             let damage = unresolvedDamage ?? (number, offset, 0)
                             try resolve(damage, nextValid: next, expected: expected, appliedSequence: appliedSequence, report: &report,
                                         detail: "sequence numbers \(wanted) to \(record.sequence - 1) are missing")
+                            unresolvedDamage = nil
+                        } else if let damage = unresolvedDamage, damage.segment != number, record.sequence == expected {
+                            // An earlier segment's tail that the next segment continues: it held
+                            // no record (the writer rolls only after its last one), so it is
+                            // stale bytes of a recycled file, shorter than a header. Lost nothing.
                             unresolvedDamage = nil
                         } else if let damage = unresolvedDamage {
                             try resolve(damage, nextValid: next, expected: expected, appliedSequence: appliedSequence, report: &report)

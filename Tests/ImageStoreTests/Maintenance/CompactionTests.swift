@@ -204,33 +204,3 @@ import Testing
         }
     }
 }
-
-/// A tmpfs mounted for one test (root only), always unmounted afterwards.
-enum TemporaryMount {
-    static let isAvailable = geteuid() == 0 && executable("mount") != nil && executable("umount") != nil
-    static let unavailableReason: Comment = "mounting a tmpfs needs root and mount(8)/umount(8) on PATH"
-
-    /// The first `name` on `PATH`.
-    static func executable(_ name: String) -> String? { ToolsOnPath.find(name) }
-
-    /// Mounts a 64 MiB tmpfs at `path` (created when missing), runs `body`, unmounts.
-    static func tmpfs(at path: String, _ body: () throws -> Void) throws {
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        let mounted = try ChildProcess.run(executable("mount")!, ["-t", "tmpfs", "-o", "size=64m", "tmpfs", path])
-        guard mounted.status == 0 else { throw MountFailure(message: mounted.standardError) }
-        defer {
-            // A child that another test is spawning holds copies of this process's descriptors
-            // until its exec, which makes umount fail with "target is busy" for a moment: retry.
-            var result: ProcessResult?
-            for _ in 0..<100 {
-                result = try? ChildProcess.run(executable("umount")!, [path])
-                if result?.status == 0 { break }
-                usleep(20_000)
-            }
-            #expect(result?.status == 0, "umount \(path): \(result?.standardError ?? "did not run")")
-        }
-        try body()
-    }
-
-    struct MountFailure: Error { var message: String }
-}

@@ -90,6 +90,41 @@ import Testing
         }
     }
 
+    /// Each entry's key is the hash of its record's URL: a flipped URL byte makes the entry
+    /// unreachable, and verify says so (and repair sets it aside).
+    @Test func anEntryWhoseKeyIsNotTheHashOfItsURLIsDamage() throws {
+        try withTemporaryDirectory { directory throws in
+            try makeStore(directory)
+            try damage(directory) { txn, db in
+                let key = try firstKey(txn, db["entries"]!)
+                var record = Array(try txn.get(db["entries"]!, key: key)!)
+                record[80 + 12] ^= 0x01  // a byte of the URL (offset 80, `StoreFormat.swift`)
+                try txn.put(db["entries"]!, key: key, value: record)
+            }
+            let found = try verify(directory)
+            #expect(found.problems.map(\.kind.rawValue) == ["wrong-key"], "\(found.problems)")
+            let repaired = try verify(directory, repair: true)
+            #expect(repaired.problems.map(\.kind.rawValue) == ["wrong-key"] && repaired.unrepaired.isEmpty, "\(repaired.problems)")
+            #expect(try verify(directory).problems == [])
+            #expect(try verify(directory).entriesChecked == 6)
+        }
+    }
+
+    /// The same through `imgstore-admin verify`: exit 4, naming the problem.
+    @Test func adminVerifyExitsFourForAFlippedURLByte() throws {
+        try withTemporaryDirectory { directory throws in
+            try makeStore(directory)
+            let url = Array("https://x.test/photo-baseline.jpg".utf8)
+            // Every copy: LMDB's copy-on-write leaves older ones on free pages.
+            let offsets = try FileCorruption.offsets(of: Data(url), in: directory + "/data.mdb")
+            try #require(!offsets.isEmpty)
+            for offset in offsets { try FileCorruption.flipByte(at: offset + url.count - 5, in: directory + "/data.mdb") }
+            let run = try ChildProcess.run(AdminRun.binary, ["--store", directory, "verify"])
+            #expect(run.status == 4, "\(run.output)\(run.standardError)")
+            #expect(run.output.hasPrefix("wrong-key: https://x.test/photo-baselin"), "\(run.output)")
+        }
+    }
+
     @Test func midLogDamageIsReportedAndATornTailIsNot() throws {
         try withTemporaryDirectory { directory throws in
             // The last record was not synced yet (after the synced watermark): cut short, it is
@@ -103,6 +138,29 @@ import Testing
             try FileCorruption.flipByte(at: ends[1] + 40, in: segment)
             let report = try verify(directory)
             #expect(report.problems.map(\.kind) == [.damagedLog])
+        }
+    }
+
+    /// A recycled segment keeps its old size: when its new records end less than a header
+    /// before that, the stale bytes left at its end are not a record, and the next segment
+    /// continuing the sequence proves it (the writer rolls only after the last record). Found
+    /// as verify's false alarm under writers; recovery at open refused the same way.
+    @Test func aStaleTailShorterThanAHeaderBeforeTheNextSegmentIsNotDamage() throws {
+        try withTemporaryDirectory { directory throws in
+            try LogTest.makeCrashedStore(at: directory, count: 40)
+            let segments = try LogTest.segments(directory)
+            try #require(segments.count >= 2)
+            let ends = try LogTest.recordEnds(in: segments[0])
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: segments[0]))
+            try handle.truncate(atOffset: UInt64(ends.last! + 1))
+            try handle.seek(toOffset: UInt64(ends.last!))
+            try handle.write(contentsOf: Data([0x5A]))  // a stale byte of the file's older life
+            try handle.close()
+            #expect(try verify(directory).problems == [])
+            let store = try ImageStore(path: directory, configuration: LogTest.configuration())
+            defer { store.close() }
+            #expect(store.recoveryReport.recordsReplayed == 40)
+            #expect(try store.statistics().entryCount == 40)
         }
     }
 

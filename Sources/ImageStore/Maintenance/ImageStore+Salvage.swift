@@ -1,0 +1,42 @@
+import Foundation
+import LMDB
+
+extension ImageStore {
+    /// Saves what a damaged tree still holds (`verify --repair`): copies every readable entry
+    /// into a fresh LMDB environment built inside the store directory
+    /// (`salvage.compacting-<pid>`), then swaps a compacted copy of it in for `data.mdb` exactly
+    /// as compaction does: refused while another process has the store open, and a crash at
+    /// any moment leaves the old or the new data file whole (the next open removes the
+    /// left-over directory). Runs on the writer queue, after the log settled, so applied-seq
+    /// is the applier's and nothing is applied meanwhile.
+    /// - Returns: the problem as `verify` reports it, repaired, saying what was saved and lost.
+    /// - Throws: `storage` when another process has the store open; errors writing the copy
+    ///   (the old data file is then untouched).
+    func salvage(after damage: ImageStoreError, now: Int64) throws -> VerifyProblem {
+        try refuseWhileShared()
+        try CompactionLeftovers.remove(forStoreAt: path)
+        let directory = CompactionLeftovers.salvagePath(forStoreAt: path)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        defer {
+            // A directory left behind (removal failed) is removed by the next open or compaction.
+            _ = try? FileManager.default.removeItem(atPath: directory)
+        }
+        var options = EnvironmentOptions()
+        options.maxMapSize = tier.maxMapSize
+        options.initialMapSize = min(options.initialMapSize, tier.maxMapSize)
+        let count: DurableTier.SalvageCount
+        do {  // `fresh` is closed at the end of this block, before its directory goes
+            let fresh = try Environment.open(path: directory, options: options)
+            let databases = try fresh.write { txn in try DurableTier.openDatabases(txn, isNew: true, readOnly: false, path: directory) }
+            let applied = try writes.map { $0.applier.appliedSequence } ?? tier.appliedSequence()
+            count = try tier.salvage(into: fresh, databases: databases, appliedSequence: applied, now: now)
+            try swapIn(copyOf: fresh)
+        }
+        memory?.invalidateAll()
+        let found = if case let .corruptStore(_, detail) = damage { detail } else { "\(damage)" }
+        let detail = "\(found); \(count.copied) readable entries copied into a fresh data file"
+            + (count.quarantined > 0 ? ", \(count.quarantined) damaged ones set aside in the quarantine" : "")
+            + (count.unreadable > 0 ? ", \(count.unreadable) unreadable ones lost" : "")
+        return VerifyProblem(kind: .damagedTree, subject: "data.mdb", detail: detail, repaired: true)
+    }
+}

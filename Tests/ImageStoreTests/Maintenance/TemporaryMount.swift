@@ -1,0 +1,57 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import ImageStoreTestSupport
+import Testing
+
+/// A mount made for one test (root only), always unmounted afterwards.
+enum TemporaryMount {
+    static let isAvailable = geteuid() == 0 && executable("mount") != nil && executable("umount") != nil
+    static let unavailableReason: Comment = "mounting needs root and mount(8)/umount(8) on PATH"
+
+    /// The first `name` on `PATH`.
+    static func executable(_ name: String) -> String? {
+        (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
+            .map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Mounts a 64 MiB tmpfs at `path` (created when missing), runs `body`, unmounts.
+    static func tmpfs(at path: String, _ body: () throws -> Void) throws {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        try mounted(at: path, [["-t", "tmpfs", "-o", "size=64m", "tmpfs", path]], body)
+    }
+
+    /// Shows `directory` read-only at `path` (created when missing: a bind mount remounted
+    /// `ro`, so writes there fail with `EROFS` even for root), runs `body`, unmounts.
+    static func readOnlyBind(of directory: String, at path: String, _ body: () throws -> Void) throws {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        try mounted(at: path, [["--bind", directory, path], ["-o", "remount,bind,ro", path]], body)
+    }
+
+    /// Runs `mount` with each argument list in turn, then `body`, and always unmounts `path`.
+    private static func mounted(at path: String, _ steps: [[String]], _ body: () throws -> Void) throws {
+        var mountedOnce = false
+        defer {
+            // A child that another test is spawning holds copies of this process's descriptors
+            // until its exec, which makes umount fail with "target is busy" for a moment: retry.
+            if mountedOnce {
+                var result: ProcessResult?
+                for _ in 0..<100 {
+                    result = try? ChildProcess.run(executable("umount")!, [path])
+                    if result?.status == 0 { break }
+                    usleep(20_000)
+                }
+                #expect(result?.status == 0, "umount \(path): \(result?.standardError ?? "did not run")")
+            }
+        }
+        for arguments in steps {
+            let run = try ChildProcess.run(executable("mount")!, arguments)
+            guard run.status == 0 else { throw MountFailure(message: "mount \(arguments.joined(separator: " ")): \(run.standardError)") }
+            mountedOnce = true
+        }
+        try body()
+    }
+
+    struct MountFailure: Error { var message: String }
+}
