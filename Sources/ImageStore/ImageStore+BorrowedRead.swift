@@ -48,16 +48,20 @@ extension ImageStore {
             try data.withUnsafeBytes { bytes in Result { () throws(ImageStoreError) in try lend(record, bytes) } }.get()
         }
         let served: R?
+        var source = StoreCounters.Read.miss
         do throws(ImageStoreError) {
             switch writes?.index.lookup(cacheKey) ?? .unknown {
             case let .put(record, data):
+                source = .pendingLog
                 served = try lend(record, from: data)
             case .deleted:
                 served = nil
             case .unknown:
                 if let hit = memory?.entry(cacheKey), !isExpired(hit.record, now: now) {
+                    source = .memory
                     served = try lend(hit.record, from: hit.data)
                 } else {
+                    source = .disk
                     served = try tier.withBlob(cacheKey: cacheKey, lend) ?? nil
                 }
             }
@@ -65,11 +69,7 @@ extension ImageStore {
             if case .checksumMismatch = error { counters.corruptReads.add(1, ordering: .relaxed) }
             throw error
         }
-        if served == nil {
-            counters.misses.add(1, ordering: .relaxed)
-        } else {
-            counters.hits.add(1, ordering: .relaxed)
-        }
+        counters.count(served == nil ? .miss : source)
         return served
     }
 }
