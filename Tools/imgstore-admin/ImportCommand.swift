@@ -129,7 +129,14 @@ enum ImportCommand: AdminCommand {
             }
         }
         progress.finish()
-        // Close applies and checkpoints the log, so even `--durability none` puts are on disk at exit.
+        // Applied and checkpointed before the exit status says so, so even `--durability none`
+        // puts are on disk at exit, and a store that cannot apply them (a damaged tree) is exit 74.
+        do throws(ImageStoreError) { try store.checkpoint() } catch {
+            store.close()
+            throw CommandFailure(
+                code: .ioError,
+                message: "logged \(imported) of \(candidates.count) files, but applying them to the store failed: \(CommandFailure(storeError: error).message)")
+        }
         store.close()
         let skipped = badData + unreadable
         if !json { context.print("imported \(imported) of \(candidates.count) files (\(skipped) skipped)") }

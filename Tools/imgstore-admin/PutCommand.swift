@@ -29,7 +29,11 @@ enum PutCommand: AdminCommand {
         let data = try readFile(file, limit: ImageStore.Configuration().maxEntryBytes)
         let store = try context.openStore(.create, configuration: configuration(arguments))
         let info = try CommandFailure.mapping { () throws(ImageStoreError) in
-            try store.put(data, for: url, ttl: ttl, durability: durability)
+            let info = try store.put(data, for: url, ttl: ttl, durability: durability)
+            // Applied to LMDB before exit 0: a put the store cannot apply (a damaged tree) is
+            // exit 74, never a success that a read-only `get` could not see.
+            try store.checkpoint()
+            return info
         }
         context.print("stored \(Describe.escaped(info.url)) (\(info.byteCount) bytes, \(Describe.image(info.image)))")
     }
