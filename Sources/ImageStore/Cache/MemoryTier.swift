@@ -14,9 +14,21 @@ import MemoryCache
 /// Until the log applier reaches LMDB, the pending index (consulted first) shadows the memory
 /// tier.
 final class MemoryTier: Sendable {
-    struct Entry: Sendable {
-        var record: EntryRecord
-        var data: Data
+    /// One cached entry, immutable, with what a hit returns built at fill time.
+    ///
+    /// A class: a hit copies one reference out of the cache's lock (one retain), not a record
+    /// whose strings and `Data` would each be retained, on objects every reading thread shares.
+    final class Entry: Sendable {
+        let record: EntryRecord
+        let data: Data
+        /// `ImageStore.info(record)`, made once: what a hit on a fixed-expiry entry returns.
+        let info: EntryInfo
+
+        init(record: EntryRecord, data: Data) {
+            self.record = record
+            self.data = data
+            self.info = ImageStore.info(record)
+        }
     }
 
     private let cache: MemoryCache<String, Entry>
