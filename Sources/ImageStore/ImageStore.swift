@@ -273,7 +273,15 @@ public final class ImageStore: Sendable {
             case let .put(record, data): (found, read) = ((record, data), .pendingLog)
             case .deleted: found = nil
             case .unknown:
-                if let hit = memory?.entry(cacheKey), allowingStale || !isExpired(hit.record, now: now) {
+                let hit = memory?.entry(cacheKey)
+                // The hot path: a fresh entry with a fixed expiry (the memory tier drops those once
+                // expired) returns the info built when it was cached; no record copy, no dates.
+                if let hit, hit.record.slidingSeconds == 0, !(hit.record.expiresAt.map { $0 <= now } ?? false) {
+                    counters.count(.memory)
+                    if policy.tracksAccess { maintenance?.tracker.touch(cacheKey, at: now) }
+                    return StoredImage(data: hit.data, info: hit.info, source: .memory)
+                }
+                if let hit, allowingStale || !isExpired(hit.record, now: now) {
                     found = (hit.record, hit.data)
                     (source, read) = (.memory, .memory)
                 } else {

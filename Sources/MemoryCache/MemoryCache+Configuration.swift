@@ -105,6 +105,11 @@ public enum MemoryCachePolicy: Sendable, Hashable {
     /// victim, or it is the one evicted. The main space is a segmented LRU (probation; protected, up to 80%). Keeps
     /// popular entries against scans and one-hit wonders; a `set` into a full cache may therefore be evicted at once
     /// (reason ``MemoryCacheEvictionReason/capacity``).
+    ///
+    /// Eviction order, defined: the lists are exact LRU lists of *placement* (set, promotion, demotion); a hit marks
+    /// its entry instead of moving it, and an entry found marked at a list's evicting end is unmarked and moved as the
+    /// hit would have moved it (window, protected: to the front; probation: to protected), then the end is looked at
+    /// again. Like Caffeine's buffered reads, this keeps hits from writing shared list links.
     case tinyLFU
 }
 

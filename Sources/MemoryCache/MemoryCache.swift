@@ -8,7 +8,8 @@ import Synchronization
 ///   by hash over ``Configuration/effectiveShardCount`` independently locked shards, each holds a fixed share of both
 ///   limits (the shares sum to the limits) and evicts before its lock is released;
 /// - evicts in a defined order, per shard: W-TinyLFU by default (``MemoryCachePolicy/tinyLFU``: recency *and* frequency, the
-///   policy of Caffeine), or exact LRU (``MemoryCachePolicy/lru``). With `shardCount: 1` the order is over all keys;
+///   policy of Caffeine, with hits applied lazily as CLOCK's second chance, see ``value(forKey:)``), or exact LRU
+///   (``MemoryCachePolicy/lru``). With `shardCount: 1` the order is over all keys;
 /// - requires a positive cost for every entry and refuses entries above the per-entry cap;
 /// - never returns an entry whose `expiresAt` has passed;
 /// - does get, set and remove in O(1) (amortised, for the frequency sketch's ageing).
@@ -78,8 +79,14 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     // MARK: - Reading
 
-    /// The value for `key`, or `nil`. A hit counts as a use (most recently used; for W-TinyLFU also more frequent);
-    /// an entry whose `expiresAt` has passed is removed (reason ``MemoryCacheEvictionReason/expired``) and reads as a miss.
+    /// The value for `key`, or `nil`. A hit counts as a use; an entry whose `expiresAt` has passed is removed (reason
+    /// ``MemoryCacheEvictionReason/expired``) and reads as a miss.
+    ///
+    /// Under ``MemoryCachePolicy/lru`` the entry becomes the most recently used at once. Under
+    /// ``MemoryCachePolicy/tinyLFU`` the lookup is counted in the frequency sketch and the entry is only *marked*: it
+    /// moves (to the front of its list, or from probation up to protected) when it next reaches the evicting end of its
+    /// list, CLOCK's second chance. So a hit writes no list links, and repeated hits on the same entry write only the
+    /// shard's lock word and hit counter.
     @inlinable
     public func value(forKey key: Key) -> Value? {
         // The clock is read through `self` only for entries that can expire: copying the closure out would retain
@@ -173,7 +180,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     }
 
     /// Evicts entries in eviction order (LRU: least recently used first; W-TinyLFU: probation, then protected, then
-    /// window, each least recently used first; reason ``MemoryCacheEvictionReason/capacity``) until the total cost is at most
+    /// window, each from its least recently used end, where a marked entry gets its second chance; reason ``MemoryCacheEvictionReason/capacity``) until the total cost is at most
     /// `cost`.
     /// Each shard is trimmed to its share of `cost`, so the total may end somewhat below it.
     public func trim(toCost cost: Int) {

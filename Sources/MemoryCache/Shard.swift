@@ -97,6 +97,9 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         /// Towards the least recently used end; `-1` at the tail.
         @usableFromInline var next: Int32
         @usableFromInline var segment: Segment
+        /// W-TinyLFU only: hit since it last reached the evicting end of its list (the deferred use, see
+        /// `unreferencedTail`). Written by a hit only when clear, so repeated hits write nothing here.
+        @usableFromInline var referenced: Bool
 
         @inlinable
         init(key: Key, value: Value, cost: Int, expiresAt: Int64, hash: Int, segment: Segment) {
@@ -108,6 +111,7 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             self.prev = -1
             self.next = -1
             self.segment = segment
+            self.referenced = false
         }
     }
 
@@ -123,6 +127,8 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     @usableFromInline static var none: Int32 { -1 }
 
+    // First, so the counters a hit bumps share the cache line of the shard's lock word (which a hit writes anyway).
+    @usableFromInline var stats = MemoryCacheStatistics()
     /// Slot numbers by `HashMix.mix(hash)`, `-1` = empty; a power of two long, at most half full.
     @usableFromInline var buckets = [Int32](repeating: -1, count: 16)
     @usableFromInline var nodes: ContiguousArray<Node> = []
@@ -144,7 +150,6 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline let admission: Bool
     @usableFromInline let windowMaxCount: Int, windowMaxCost: Int
     @usableFromInline let protectedMaxCount: Int, protectedMaxCost: Int
-    @usableFromInline var stats = MemoryCacheStatistics()
 
     init(countLimit: Int, costLimit: Int, maxEntryCost: Int, policy: MemoryCachePolicy) {
         self.countLimit = countLimit
@@ -171,6 +176,10 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     // MARK: - Operations
 
     /// Looks `key` up; a hit counts as a use, an expired entry is removed.
+    ///
+    /// Plain LRU moves the entry to the front at once. W-TinyLFU only marks it `referenced` (a write only the first
+    /// time): the move is deferred until the entry reaches the evicting end of its list (`unreferencedTail`), so a
+    /// read-mostly workload writes no list links, no neighbouring nodes and no list heads on a hit.
     @inlinable
     mutating func value(forKey key: Key, hash: Int, now: () -> Int64) -> Lookup<Key, Value> {
         if admission { sketch.increment(hash) }
@@ -179,7 +188,8 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             stats.misses &+= 1
             return .miss
         }
-        let expiresAt = nodes[Int(slot)].expiresAt
+        // Through a buffer pointer: reading a field through the array copied (and retained) the whole node.
+        let (expiresAt, referenced) = nodes.withUnsafeBufferPointer { ($0[Int(slot)].expiresAt, $0[Int(slot)].referenced) }
         if expiresAt != .max && expiresAt <= now() {
             var ignored = Self.none
             let node = remove(slot: slot, tracking: &ignored)
@@ -188,8 +198,12 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return .expired(node.key, node.value)
         }
         stats.hits &+= 1
-        touch(slot)
-        return .hit(nodes[Int(slot)].value)
+        if !admission {
+            touch(slot)
+        } else if !referenced {
+            nodes[Int(slot)].referenced = true
+        }
+        return .hit(nodes.withUnsafeBufferPointer { $0[Int(slot)].value })
     }
 
     /// Inserts or overwrites `key` as the newest entry, then evicts until the limits hold. An entry over the cost cap,
@@ -222,6 +236,7 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             nodes[Int(slot)].value = value
             nodes[Int(slot)].cost = cost
             nodes[Int(slot)].expiresAt = expiresAt
+            nodes[Int(slot)].referenced = false  // the use is applied now
             link(slot, into: segment)
             touch(slot)
         } else {
@@ -305,16 +320,34 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         unlink(slot)
         link(slot, into: .protected)
         while protected.count > 1 && (protected.count > protectedMaxCount || protected.cost > protectedMaxCost) {
-            let demoted = protected.tail
+            let demoted = unreferencedTail(.protected)
             unlink(demoted)
             link(demoted, into: .probation)
         }
     }
 
-    /// The next entry to evict when no admission duel applies: probation's LRU, then protected's, then the window's.
+    /// The next entry to evict when no admission duel applies: probation's LRU, then protected's, then the window's
+    /// (each after the deferred uses found at its end are applied).
     @inlinable
-    func victim() -> Int32 {
-        probation.tail != Self.none ? probation.tail : protected.tail != Self.none ? protected.tail : window.tail
+    mutating func victim() -> Int32 {
+        let fromProbation = unreferencedTail(.probation)
+        if fromProbation != Self.none { return fromProbation }
+        let fromProtected = unreferencedTail(.protected)
+        return fromProtected != Self.none ? fromProtected : unreferencedTail(.window)
+    }
+
+    /// The evicting (least recently used) end of `segment`, after every deferred use found there is applied: a
+    /// `referenced` entry at the end is unmarked and moved as its hit would have moved it (window and protected: to the
+    /// front; probation: up to protected), CLOCK's second chance. Each step clears one mark and only hits set marks,
+    /// so this ends, and costs O(1) amortised. With plain LRU nothing is ever marked: this is the tail.
+    @inlinable
+    mutating func unreferencedTail(_ segment: Segment) -> Int32 {
+        while true {
+            let tail = self[segment].tail
+            guard tail != Self.none, nodes[Int(tail)].referenced else { return tail }
+            nodes[Int(tail)].referenced = false
+            touch(tail)
+        }
     }
 
     /// Brings the shard back within its limits after an insertion.
@@ -324,15 +357,15 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         if admission {
             // The window's overflow joins probation; the oldest of it is the candidate for admission.
             while window.count > 0 && (window.count > windowMaxCount || window.cost > windowMaxCost) {
-                let moved = window.tail
+                let moved = unreferencedTail(.window)
                 unlink(moved)
                 link(moved, into: .probation)
                 if candidate == Self.none { candidate = moved }
             }
             while nodes.count > countLimit || totalCost > costLimit {
-                var opponent = probation.tail
+                var opponent = unreferencedTail(.probation)
                 if candidate != Self.none && opponent == candidate { opponent = nodes[Int(candidate)].next }
-                if opponent == Self.none { opponent = protected.tail }
+                if opponent == Self.none { opponent = unreferencedTail(.protected) }
                 if candidate == Self.none || opponent == Self.none || opponent == candidate {
                     evict(victim(), tracking: &candidate, evicted: &evicted, collect: collect)
                 } else if sketch.frequency(nodes[Int(candidate)].hash) > sketch.frequency(nodes[Int(opponent)].hash) {
@@ -530,8 +563,8 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         precondition(nodes.count <= countLimit && totalCost <= costLimit, "shard over its limits")
     }
 
-    /// Keys in eviction order reversed: window, protected, probation, each from most to least recently used (for
-    /// plain LRU: the LRU list). O(n); for tests.
+    /// Keys in eviction order reversed: window, protected, probation, each from most to least recently placed (for
+    /// plain LRU: the LRU list). W-TinyLFU hits not yet applied (marked entries) do not show. O(n); for tests.
     func keysByRecency() -> [Key] {
         var keys: [Key] = []
         for list in [window, protected, probation] {

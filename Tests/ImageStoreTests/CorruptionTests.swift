@@ -4,20 +4,25 @@ import ImageStoreTestSupport
 import Testing
 
 @Suite struct CorruptionTests {
-    @Test func aFlippedByteInABlobIsDetectedAndNeverServed() throws {
+    /// Small blobs are hashed, then copied; blobs above 64 KiB are copied and hashed chunk by chunk in one pass
+    /// (`Checksum.copyingBlob`): a flip in the first or in the last, partial chunk is caught either way, and an intact
+    /// large blob of a size that is not a multiple of the chunk reads back byte for byte.
+    @Test(arguments: [(20_000, 100), (300_000, 100), (300_000, 299_000)])
+    func aFlippedByteInABlobIsDetectedAndNeverServed(size: Int, flipAt: Int) throws {
         try withTemporaryDirectory { directory in
             // A blob with a marker we can find in data.mdb.
             let marker = Data("IMGSTORE-CORRUPTION-MARKER".utf8)
-            let blob = marker + Data(repeating: 0x42, count: 20_000) + marker
+            let blob = marker + Data(repeating: 0x42, count: size) + marker
+            let bystander = Data((0..<(size + 4_321)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
             do {
                 let store = try ImageStore(path: directory, configuration: makeConfiguration())
                 try store.put(blob, for: "https://x.test/victim")
-                try store.put(Data(repeating: 7, count: 5000), for: "https://x.test/bystander")
+                try store.put(bystander, for: "https://x.test/bystander")
                 store.close()
             }
             let offsets = try FileCorruption.offsets(of: marker, in: directory + "/data.mdb")
             #expect(offsets.count == 2)
-            try FileCorruption.flipByte(at: offsets[0] + marker.count + 100, in: directory + "/data.mdb")
+            try FileCorruption.flipByte(at: offsets[0] + marker.count + flipAt, in: directory + "/data.mdb")
 
             let store = try ImageStore(path: directory, configuration: makeConfiguration())
             defer { store.close() }
@@ -26,7 +31,7 @@ import Testing
                 return url == "https://x.test/victim"
             }
             #expect(try store.statistics().corruptReads == 1)
-            #expect(try store.get("https://x.test/bystander")?.data == Data(repeating: 7, count: 5000))
+            #expect(try store.get("https://x.test/bystander")?.data == bystander)
         }
     }
 }

@@ -164,6 +164,23 @@ import Testing
         cache._checkInvariants()
     }
 
+    /// A hit under W-TinyLFU only marks the entry; it moves when it reaches the evicting end of its list (CLOCK's
+    /// second chance), so reads write no list links.
+    @Test func hitIsAppliedWhenTheEntryReachesTheEvictingEnd() {
+        let log = EvictionLog()
+        let cache = makeCache(countLimit: 10, policy: .tinyLFU, log: log)  // window of 1, probation, protected
+        for k in 0..<10 { cache.set("v", forKey: k, cost: 1) }
+        #expect(cache._keysByRecency() == [[9, 8, 7, 6, 5, 4, 3, 2, 1, 0]])
+        #expect(cache.value(forKey: 0) == "v")  // probation's LRU end, now marked
+        #expect(cache._keysByRecency() == [[9, 8, 7, 6, 5, 4, 3, 2, 1, 0]])  // not moved yet
+        // 9 leaves the window and duels probation's end; 0 is there, marked, so it is promoted to protected first and
+        // the duel is 9 against 1 (which one loses depends on the frequency sketch's hash collisions).
+        cache.set("v", forKey: 10, cost: 1)
+        #expect(log.reasons(.capacity) == [9] || log.reasons(.capacity) == [1])
+        #expect(cache._keysByRecency()[0].prefix(2) == [10, 0])
+        cache._checkInvariants()
+    }
+
     @Test func newEntryIsAdmittedWhileThereIsRoom() {
         let cache = makeCache(countLimit: 10, policy: .tinyLFU)
         for k in 0..<10 { cache.set("v", forKey: k, cost: 1) }

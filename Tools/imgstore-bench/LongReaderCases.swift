@@ -30,21 +30,12 @@ enum LongReaderCases {
         } catch { fail("get.long-reader setup: \(error)") }
         defer { store.close() }
 
-        let holding = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let stop = Atomic<Bool>(false)
         let grown = Atomic<Int>(0)
         let background = DispatchGroup()
         if busy {
-            DispatchQueue.global().async(group: background) {
-                do {
-                    try environment.read { _ in
-                        holding.signal()
-                        release.wait()
-                    }
-                } catch { fail("get.long-reader: the long reader could not begin: \(error)") }
-            }
-            holding.wait()
+            holdSnapshot(environment, group: background, until: release, label: "get.long-reader")
             DispatchQueue.global().async(group: background) {
                 var n = 0
                 let image = Data(repeating: 7, count: 256 << 10)

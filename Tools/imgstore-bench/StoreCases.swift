@@ -95,44 +95,52 @@ enum StoreCases {
     /// memory tier's cost limit; raw LMDB (from the page cache) is there for context.
     static func memoryHits(_ options: BenchmarkOptions) -> [Measurement] {
         let fixture = ReadFixture.shared(options)
-        let hot = fixture.hotKeys
         let ops = options.ops(200_000)
         return [1, 2].flatMap { threads in
             ([fixture.imgstore, fixture.nscache, fixture.lmdb] as [any StoreSystem]).map { system in
                 BenchmarkRunner.measure(
                     "get.memory-hit", system: system.name, threads: threads, opsPerThread: ops,
-                    repetitions: options.repetitions
-                ) { t, range in
-                    var bytes = 0
-                    for i in range { bytes &+= system.get(fixture.set.urls[hot[(i &+ t &* 7) % hot.count]], thread: t)?.count ?? 0 }
-                    return bytes
-                }
+                    repetitions: options.repetitions, body: memoryHitLoop(fixture, system))
             }
+        }
+    }
+
+    /// The hot images read in turn (thread t starts at hot image 7t).
+    static func memoryHitLoop(_ fixture: ReadFixture, _ system: any StoreSystem) -> @Sendable (Int, Range<Int>) -> Int {
+        let hot = fixture.hotKeys
+        return { t, range in
+            var bytes = 0
+            for i in range { bytes &+= system.get(fixture.set.urls[hot[(i &+ t &* 7) % hot.count]], thread: t)?.count ?? 0 }
+            return bytes
         }
     }
 
     /// Uniformly random lookups over the whole data set, page cache warm: imgstore verifies each checksum.
     static func diskHits(_ options: BenchmarkOptions) -> [Measurement] {
         let fixture = ReadFixture.shared(options)
-        let trace = uniformTrace(keys: fixture.set.count, count: 1 << 16, seed: 11)
         let ops = options.ops(20_000)
         return [1, 2].flatMap { threads in
-            fixture.diskSystems.map { system in
+            (fixture.diskSystems + [fixture.borrowed]).map { system in
                 BenchmarkRunner.measure(
                     "get.disk-hit", system: system.name, threads: threads, opsPerThread: ops, batch: 1,
-                    repetitions: options.repetitions
-                ) { t, range in
-                    var bytes = 0
-                    for i in range {
-                        let key = trace[(i &+ t &* 30_011) & (trace.count - 1)]
-                        guard let data = system.get(fixture.set.urls[key], thread: t) else {
-                            fail("\(system.name): \(fixture.set.urls[key]) missing")
-                        }
-                        bytes &+= data.count
-                    }
-                    return bytes
-                }
+                    repetitions: options.repetitions, body: diskHitLoop(fixture, system))
             }
+        }
+    }
+
+    /// Uniformly random entries of the data set (a fixed trace; thread t starts 30 011 entries further on).
+    static func diskHitLoop(_ fixture: ReadFixture, _ system: any StoreSystem) -> @Sendable (Int, Range<Int>) -> Int {
+        let trace = uniformTrace(keys: fixture.set.count, count: 1 << 16, seed: 11)
+        return { t, range in
+            var bytes = 0
+            for i in range {
+                let key = trace[(i &+ t &* 30_011) & (trace.count - 1)]
+                guard let count = system.readBytes(fixture.set.urls[key], thread: t) else {
+                    fail("\(system.name): \(fixture.set.urls[key]) missing")
+                }
+                bytes &+= count
+            }
+            return bytes
         }
     }
 
@@ -166,6 +174,8 @@ final class ReadFixture: Sendable {
     let sqlite: SQLiteBlobs
     let files: FilesPerEntry
     let nscache: NSCacheSystem
+    /// `imgstore` read through `withImage(for:)`, for `get.disk-hit` only.
+    let borrowed: BorrowedImgStore
     /// The hot images of `get.memory-hit`: the first 32, about 5 MB, far below any memory tier limit.
     let hotKeys: [Int]
     var diskSystems: [any StoreSystem] { [imgstore, lmdb, sqlite, files] }
@@ -190,6 +200,7 @@ final class ReadFixture: Sendable {
         sqlite = SQLiteBlobs(name: "sqlite", path: root + "/sqlite", synchronous: "NORMAL")
         files = FilesPerEntry(name: "files", path: root + "/files", sync: false)
         nscache = NSCacheSystem(costLimit: MemoryTierLimit.bytes)
+        borrowed = BorrowedImgStore(imgstore)
         hotKeys = Array(0..<min(32, set.count))
         for system in [imgstore, lmdb, sqlite, files] as [any StoreSystem] {
             stride(from: 0, to: set.count, by: StoreCases.putBatchSize).forEach { start in

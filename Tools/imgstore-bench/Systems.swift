@@ -16,6 +16,9 @@ protocol StoreSystem: Sendable {
     func putBatch(_ urls: ArraySlice<String>, _ images: ArraySlice<Data>, thread: Int)
     /// The bytes stored for `url`, copied out (what a caller gets), or nil.
     func get(_ url: String, thread: Int) -> Data?
+    /// Reads the entry for `url` the way the system serves it best and returns its byte count, or nil. The default
+    /// copies it out (`get`); a system that lends its bytes without a copy (`imgstore-borrowed`) reads them in place.
+    func readBytes(_ url: String, thread: Int) -> Int?
     /// Completes what was acknowledged but not finished (imgstore: applies the log into LMDB). Timed by `put` cases,
     /// so "sustained" rates include it.
     func finish()
@@ -26,6 +29,7 @@ extension StoreSystem {
     func putBatch(_ urls: ArraySlice<String>, _ images: ArraySlice<Data>, thread: Int) {
         for (url, image) in zip(urls, images) { put(url, image, thread: thread) }
     }
+    func readBytes(_ url: String, thread: Int) -> Int? { get(url, thread: thread)?.count }
     func finish() {}
 }
 
@@ -69,6 +73,29 @@ final class ImgStoreSystem: StoreSystem {
     }
 
     func close() { store.close() }
+}
+
+/// The same store read through `withImage(for:)`: the checksum-verified bytes lent from LMDB's map inside the read
+/// transaction, no copy (what a service writing them to a socket does). Reads only; puts go to `imgstore`.
+final class BorrowedImgStore: StoreSystem {
+    let name = "imgstore-borrowed"
+    let store: ImageStore
+
+    init(_ system: ImgStoreSystem) { store = system.store }
+
+    func put(_ url: String, _ data: Data, thread: Int) { fail("imgstore-borrowed is read-only") }
+
+    func get(_ url: String, thread: Int) -> Data? {
+        do { return try store.withImage(for: url) { _, bytes in Data(bytes) } } catch { fail("imgstore withImage \(url): \(error)") }
+    }
+
+    func readBytes(_ url: String, thread: Int) -> Int? {
+        do { return try store.withImage(for: url) { _, bytes in bytes.count } } catch {
+            fail("imgstore withImage \(url): \(error)")
+        }
+    }
+
+    func close() {}
 }
 
 // MARK: - Raw LMDB

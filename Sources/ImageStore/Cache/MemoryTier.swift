@@ -1,6 +1,7 @@
 import Foundation
 import Locking
 import MemoryCache
+import Synchronization
 
 /// The memory tier in front of the durable tier: decoded entries (record and bytes) by cache
 /// key, in a `MemoryCache` with count and byte limits.
@@ -14,14 +15,30 @@ import MemoryCache
 /// Until the log applier reaches LMDB, the pending index (consulted first) shadows the memory
 /// tier.
 final class MemoryTier: Sendable {
-    struct Entry: Sendable {
-        var record: EntryRecord
-        var data: Data
+    /// One cached entry, immutable, with what a hit returns built at fill time.
+    ///
+    /// A class: a hit copies one reference out of the cache's lock (one retain), not a record
+    /// whose strings and `Data` would each be retained, on objects every reading thread shares.
+    final class Entry: Sendable {
+        let record: EntryRecord
+        let data: Data
+        /// `ImageStore.info(record)`, made once: what a hit on a fixed-expiry entry returns.
+        let info: EntryInfo
+
+        init(record: EntryRecord, data: Data) {
+            self.record = record
+            self.data = data
+            self.info = ImageStore.info(record)
+        }
     }
 
     private let cache: MemoryCache<String, Entry>
     /// Bumped by every invalidation; a fill inserts only while holding it (see `fill`).
     private let generation = LockedValue<UInt64>(0)
+    /// `generation`'s value, stored under its lock after each bump, so `currentGeneration` (read
+    /// by every miss and disk read) takes no lock. It never runs ahead of `generation`: a read
+    /// during a bump sees the older value, and its fill then finds a mismatch and inserts nothing.
+    private let publishedGeneration = Atomic<UInt64>(0)
     private let fillHook: (@Sendable (MemoryFillPhase, String) -> Void)?
 
     /// A memory tier with the configuration's limits, or nil when it is turned off.
@@ -38,7 +55,7 @@ final class MemoryTier: Sendable {
     func entry(_ cacheKey: String) -> Entry? { cache.value(forKey: cacheKey) }
 
     /// The generation to pass to `fill` after reading LMDB.
-    var currentGeneration: UInt64 { generation.withLock { $0 } }
+    var currentGeneration: UInt64 { publishedGeneration.load(ordering: .acquiring) }
 
     /// Keeps an entry read from LMDB, unless something was invalidated since `generation`.
     /// Sliding entries are kept without an expiry (the store checks theirs on every hit).
@@ -76,7 +93,12 @@ final class MemoryTier: Sendable {
     /// Invariant: a fill inserts only under the lock, after seeing an unchanged generation.
     /// So a fill either locks before this bump (its insert is done, and the removal that
     /// follows drops it) or after it (it sees the bump and inserts nothing).
-    private func bumpGeneration() { generation.withLock { $0 &+= 1 } }
+    private func bumpGeneration() {
+        generation.withLock {
+            $0 &+= 1
+            publishedGeneration.store($0, ordering: .releasing)
+        }
+    }
 
     var statistics: MemoryCacheStatistics { cache.statistics }
 }

@@ -1,4 +1,5 @@
 import CXXHash
+import Foundation
 
 /// Checksums and key hashes, from xxHash (Debian's libxxhash): XXH3 is made for exactly
 /// this — fast on large buffers, well distributed on short ones.
@@ -7,6 +8,31 @@ enum Checksum {
     static func blob(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
         XXH3_64bits(bytes.baseAddress, bytes.count)
     }
+
+    /// A copy of `bytes` and their XXH3-64 (the same value as `blob`), reading the source once.
+    ///
+    /// Copying and then hashing reads every byte twice, and for an image larger than the caches the second pass comes
+    /// from memory again. So a large blob is copied in chunks that fit in L2, each hashed (streaming XXH3) right
+    /// after it is copied, while it is still in cache. A small blob is hashed then copied (both in cache anyway).
+    static func copyingBlob(_ bytes: UnsafeRawBufferPointer) -> (Data, UInt64) {
+        guard bytes.count > fusedChunkBytes, let state = XXH3_createState() else { return (Data(bytes), blob(bytes)) }
+        defer { XXH3_freeState(state) }
+        XXH3_64bits_reset(state)
+        // Invariant: `malloc` never returns nil for a nonzero size on Linux (overcommit); trap if it ever does.
+        let copy = malloc(bytes.count)!
+        var offset = 0
+        while offset < bytes.count {
+            let n = min(fusedChunkBytes, bytes.count - offset)
+            let chunk = copy + offset
+            chunk.copyMemory(from: bytes.baseAddress! + offset, byteCount: n)
+            XXH3_64bits_update(state, chunk, n)
+            offset += n
+        }
+        return (Data(bytesNoCopy: copy, count: bytes.count, deallocator: .free), XXH3_64bits_digest(state))
+    }
+
+    /// Bytes per copy-and-hash step of `copyingBlob`: well inside a 512 KiB L2, with room for the source lines.
+    static let fusedChunkBytes = 64 << 10
 
     /// XXH3-128 of a cache key: the 16-byte prefix of its entry key.
     static func key(_ key: String) -> [UInt8] {

@@ -15,15 +15,39 @@ extension DurableTier {
     func withBlob<R>(cacheKey: String,
                      _ body: (EntryRecord, UnsafeRawBufferPointer) throws(ImageStoreError) -> R) throws(ImageStoreError) -> R? {
         try reading("reading an entry") { txn in
-            guard let (key, record) = try locate(cacheKey, in: txn) else { return nil }
-            guard let blob = try txn.get(blobs, key: key) else {
-                throw ImageStoreError.corruptStore(path: path, detail: "the entry for \(record.url) has no image bytes")
-            }
-            let actual = Checksum.blob(blob)
-            guard blob.count == record.byteCount, actual == record.checksum else {
-                throw ImageStoreError.checksumMismatch(url: record.url, expected: record.checksum, actual: actual)
-            }
+            guard let (record, blob) = try locateBlob(cacheKey, in: txn) else { return nil }
+            try verify(record, blob: blob, checksum: Checksum.blob(blob))
             return try body(record, blob)
+        }
+    }
+
+    /// The record and a copy of the bytes stored for `cacheKey`, verified against the record's
+    /// checksum; the copy and the checksum are one pass over the mapped bytes
+    /// (`Checksum.copyingBlob`).
+    /// - Throws: `checksumMismatch` when the bytes are corrupt (they are not returned);
+    ///   `corruptStore` for an entry without bytes or a damaged tree.
+    func get(cacheKey: String) throws(ImageStoreError) -> (EntryRecord, Data)? {
+        try reading("reading an entry") { txn in
+            guard let (record, blob) = try locateBlob(cacheKey, in: txn) else { return nil }
+            let (copy, checksum) = Checksum.copyingBlob(blob)
+            try verify(record, blob: blob, checksum: checksum)
+            return (record, copy)
+        }
+    }
+
+    /// The record for `cacheKey` and its bytes as mapped, or nil when there is no entry.
+    private func locateBlob(_ cacheKey: String, in txn: borrowing Transaction) throws -> (EntryRecord, UnsafeRawBufferPointer)? {
+        guard let (key, record) = try locate(cacheKey, in: txn) else { return nil }
+        guard let blob = try txn.get(blobs, key: key) else {
+            throw ImageStoreError.corruptStore(path: path, detail: "the entry for \(record.url) has no image bytes")
+        }
+        return (record, blob)
+    }
+
+    /// Throws `checksumMismatch` unless `blob` has the record's size and `checksum` is the record's.
+    private func verify(_ record: EntryRecord, blob: UnsafeRawBufferPointer, checksum: UInt64) throws(ImageStoreError) {
+        guard blob.count == record.byteCount, checksum == record.checksum else {
+            throw ImageStoreError.checksumMismatch(url: record.url, expected: record.checksum, actual: checksum)
         }
     }
 }

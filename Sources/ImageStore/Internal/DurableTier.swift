@@ -140,13 +140,6 @@ final class DurableTier: Sendable {
 
     // MARK: - Reads
 
-    /// The record and a copy of the bytes stored for `cacheKey`, verified against the record's
-    /// checksum (`withBlob` without the copy).
-    /// - Throws: `checksumMismatch` when the bytes are corrupt (they are not returned).
-    func get(cacheKey: String) throws(ImageStoreError) -> (EntryRecord, Data)? {
-        try withBlob(cacheKey: cacheKey) { record, blob in (record, Data(blob)) }
-    }
-
     /// The record stored for `cacheKey`, without touching its bytes.
     func record(cacheKey: String) throws(ImageStoreError) -> EntryRecord? {
         try reading("reading an entry") { txn in try locate(cacheKey, in: txn)?.record }
@@ -254,8 +247,12 @@ final class DurableTier: Sendable {
     func locate(_ cacheKey: String, in txn: borrowing Transaction) throws -> (key: [UInt8], record: EntryRecord)? {
         let hash = keyHasher(cacheKey)
         var found: (key: [UInt8], record: EntryRecord)?
-        try (hash + [0, 0]).withUnsafeBytes { start in
-            try txn.scan(entries, from: start) { key, value in
+        // The first collision slot's key, `hash` + two zero bytes, on the stack: a miss allocates no start key.
+        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: hash.count + 2) { start in
+            _ = start.initialize(from: hash)
+            start[hash.count] = 0
+            start[hash.count + 1] = 0
+            try txn.scan(entries, from: UnsafeRawBufferPointer(start)) { key, value in
                 guard key.count == StoreFormat.entryKeyByteCount, key.starts(with: hash) else { return false }
                 guard let record = EntryRecord(decoding: value) else {
                     throw ImageStoreError.corruptStore(path: path, detail: "an entry record is malformed (key \(Self.hex(key)))")
