@@ -44,14 +44,14 @@ final class ReplayPipeline: Sendable {
         state.inFlightBatches += 1
         condition.unlock()
         tier.writer.async { [self] in
-            var error: ImageStoreError?
+            var failure: ImageStoreError?
             if withLock({ state.failure == nil }) {
-                do { try tier.apply(batch) } catch let failure { error = failure }
+                do throws(ImageStoreError) { try tier.apply(batch) } catch { failure = error }
             }
             withLock {
                 state.inFlightBytes -= bytes
                 state.inFlightBatches -= 1
-                if let error, state.failure == nil { state.failure = error }
+                if let failure, state.failure == nil { state.failure = failure }
                 condition.broadcast()
             }
         }
