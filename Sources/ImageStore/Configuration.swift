@@ -92,6 +92,9 @@ extension ImageStore {
         /// When false, logged records are never applied to LMDB, so tests can crash a store
         /// with everything still in the log. Not public API.
         package var applyLog = true
+        /// How long the log applier waits for more records before it commits a small batch
+        /// (`LogApplier`), so tests can make its gathering certain. Not public API.
+        package var applierGatherDelay: TimeInterval = LogApplier.coalesceDelay
         /// Called before each checkpoint's LMDB sync; an error it returns stands in for the
         /// sync's (tests of fail-stop). Not public API.
         package var checkpointSyncFault: (@Sendable () -> ImageStoreError?)?

@@ -47,6 +47,7 @@ enum AsyncPutCases {
                 return indices.reduce(0) { $0 + set.images[$1].count }
             }
             m.system = system
+            reportGroupCommits(store, system)
             store.close()
             options.removeScratch(directory)
             return m

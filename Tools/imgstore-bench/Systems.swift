@@ -67,9 +67,11 @@ final class ImgStoreSystem: StoreSystem {
         do { return try store.get(url)?.data } catch { fail("imgstore get \(url): \(error)") }
     }
 
-    /// `statistics()` settles the log: returns once every acknowledged put is applied to LMDB.
+    /// `statistics()` settles the log: returns once every acknowledged put is applied to LMDB. Prints the group
+    /// commit's shape (records per batch, fsync time) to stderr, for reading the put rows.
     func finish() {
         do { _ = try store.statistics() } catch { fail("imgstore statistics: \(error)") }
+        reportGroupCommits(store, name)
     }
 
     func close() { store.close() }
@@ -96,6 +98,19 @@ final class BorrowedImgStore: StoreSystem {
     }
 
     func close() {}
+}
+
+/// One stderr line on how `store`'s group commit went: batches, records per batch, mean log fsync. The put rows'
+/// throughput follows from these (a batch per fsync), so a slow row shows whether batches were small or syncs slow.
+func reportGroupCommits(_ store: ImageStore, _ label: String) {
+    let metrics = store.metrics
+    let batches = metrics.groupCommitBatchRecords, syncs = metrics.logFsyncSeconds
+    guard batches.count > 0 else { return }
+    let perBatch = batches.sum / Double(batches.count)
+    let fsync = syncs.count > 0 ? syncs.sum / Double(syncs.count) * 1e6 : 0
+    let line = String(format: "%d group commits, %.1f records each, %d log fsyncs of %.0f µs mean",
+                      batches.count, perBatch, syncs.count, fsync)
+    FileHandle.standardError.write(Data("    \(label): \(line)\n".utf8))
 }
 
 // MARK: - Raw LMDB

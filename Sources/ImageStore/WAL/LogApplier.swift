@@ -5,10 +5,24 @@ import Synchronization
 /// Moves written log records into LMDB: the store's single LMDB writer. Batches are applied in
 /// one transaction each (which also records the last applied sequence number), on the durable
 /// tier's writer queue, in sequence order.
+///
+/// Every commit syncs LMDB's data pages (`MDB_NOMETASYNC` skips only the meta page), so a
+/// transaction per group commit would cost the disk one more sync for each of the log's. The
+/// applier therefore gathers: when it finds less than `coalesceBytes` queued, it waits up to
+/// `gatherDelay` (10 ms by default) for more before it commits, unless someone waits for it
+/// (`waitUntilApplied`: a settle, a checkpoint, a close) or applying has stopped. Acknowledging a
+/// put never waits for the applier (reads of unapplied records come from the pending index), so
+/// the wait costs no put its latency; it bounds how long LMDB may lag the log when writes are
+/// sparse.
 final class LogApplier: Sendable {
     /// Records per transaction at most, and bytes per transaction at most.
     static let maxBatchRecords = 2048
     static let maxBatchBytes = 64 << 20
+    /// How long the applier waits for more records when few are queued, by default
+    /// (`Configuration.applierGatherDelay`).
+    static let coalesceDelay: TimeInterval = 0.010
+    /// Queued bytes (memory cost) at which the applier commits without waiting.
+    static let defaultCoalesceBytes = 8 << 20
 
     /// How many of `entries` (from the front) one transaction takes: up to `maxBatchRecords`,
     /// and until `maxBatchBytes` is reached (so one larger entry goes alone). Recovery's replay
@@ -25,15 +39,32 @@ final class LogApplier: Sendable {
 
     private struct State {
         var queue: [SequencedEntry] = []
+        /// The memory cost of `queue`.
+        var queuedBytes = 0
         var scheduled = false
         var appliedSequence: UInt64
         var failure: ImageStoreError?
+        /// Threads in `waitUntilApplied`: while any waits, the applier does not gather.
+        var waiters = 0
+
+        /// Whether the drain should commit what is queued now rather than wait for more.
+        func shouldCommitNow(coalesceBytes: Int) -> Bool {
+            queue.isEmpty || waiters > 0 || failure != nil || queuedBytes >= coalesceBytes
+                || queue.count >= LogApplier.maxBatchRecords
+        }
     }
 
     private let tier: DurableTier
     private let index: PendingIndex
     private let state: LockedValue<State>
     private let progress = NSCondition()
+    /// Wakes a drain that is gathering (`gather()`): enough arrived, or someone waits.
+    private let arrivals = NSCondition()
+    /// Queued bytes at which a drain stops gathering, and how long it gathers at most.
+    private let coalesceBytes: Int
+    private let gatherDelay: TimeInterval
+    /// LMDB transactions committed so far (tests read it).
+    let transactions = Atomic<Int>(0)
     /// Called with the memory released by each applied batch (the log's back-pressure).
     private let released: @Sendable (Int) -> Void
     /// Called once when applying stops with an error, so writers parked in back-pressure
@@ -45,10 +76,15 @@ final class LogApplier: Sendable {
     /// forgets it, so caches in front of LMDB drop what they hold for it.
     private let changed: @Sendable ([SequencedEntry]) -> Void
 
-    init(tier: DurableTier, index: PendingIndex, appliedSequence: UInt64,
+    /// `coalesceBytes` is capped by the caller below its back-pressure limit, so writers held
+    /// by back-pressure never wait for a gathering applier.
+    init(tier: DurableTier, index: PendingIndex, appliedSequence: UInt64, coalesceBytes: Int = defaultCoalesceBytes,
+         gatherDelay: TimeInterval = coalesceDelay,
          released: @escaping @Sendable (Int) -> Void, stopped: @escaping @Sendable (ImageStoreError) -> Void,
          afterBatch: @escaping @Sendable ([SequencedEntry]) -> Void,
          changed: @escaping @Sendable ([SequencedEntry]) -> Void) {
+        self.coalesceBytes = coalesceBytes
+        self.gatherDelay = gatherDelay
         self.changed = changed
         self.tier = tier
         self.index = index
@@ -60,12 +96,34 @@ final class LogApplier: Sendable {
 
     /// Queues written records (in sequence order) and makes sure a drain is scheduled.
     func enqueue(_ entries: [SequencedEntry]) {
-        let schedule = state.withLock { state -> Bool in
+        let (schedule, enough) = state.withLock { state -> (Bool, Bool) in
             state.queue.append(contentsOf: entries)
+            state.queuedBytes += entries.reduce(0) { $0 + $1.entry.memoryCost }
             defer { state.scheduled = true }
-            return !state.scheduled
+            return (!state.scheduled, state.queuedBytes >= coalesceBytes)
         }
         if schedule { tier.writer.async { self.drain() } }
+        if enough { wakeGatherer() }
+    }
+
+    /// Wakes a drain waiting in `gather()`, after a change that may end its wait.
+    private func wakeGatherer() {
+        arrivals.lock()
+        arrivals.signal()
+        arrivals.unlock()
+    }
+
+    /// Waits (on the writer queue) until enough is queued to commit, someone waits for the
+    /// applier, or `gatherDelay` has passed.
+    private func gather() {
+        let deadline = Date(timeIntervalSinceNow: gatherDelay)
+        arrivals.lock()
+        defer { arrivals.unlock() }
+        // The state is read under `arrivals`, which every waker takes after changing it: no
+        // wake-up is lost between the check and the wait.
+        while !state.withLock({ $0.shouldCommitNow(coalesceBytes: coalesceBytes) }) {
+            if !arrivals.wait(until: deadline) { return }
+        }
     }
 
     /// The highest sequence number LMDB holds.
@@ -77,8 +135,13 @@ final class LogApplier: Sendable {
     /// Blocks until LMDB holds everything up to `sequence`.
     /// - Throws: the applier's failure, if applying stopped.
     func waitUntilApplied(_ sequence: UInt64) throws(ImageStoreError) {
+        state.withLock { $0.waiters += 1 }
+        wakeGatherer()
         progress.lock()
-        defer { progress.unlock() }
+        defer {
+            progress.unlock()
+            state.withLock { $0.waiters -= 1 }
+        }
         while true {
             let (applied, failure) = state.withLock { ($0.appliedSequence, $0.failure) }
             if applied >= sequence { return }
@@ -91,6 +154,7 @@ final class LogApplier: Sendable {
     /// sync): the store takes no more writes until it is reopened, and parked writers wake.
     func fail(_ error: ImageStoreError) {
         state.withLock { $0.failure = $0.failure ?? error }
+        wakeGatherer()
         stopped(error)
         progress.lock()
         progress.broadcast()
@@ -100,6 +164,7 @@ final class LogApplier: Sendable {
     /// Applies queued batches until the queue is empty. Runs on the writer queue.
     private func drain() {
         while true {
+            gather()
             let batch: [SequencedEntry] = state.withLock { state in
                 if state.failure != nil || state.queue.isEmpty {
                     state.scheduled = false
@@ -107,16 +172,21 @@ final class LogApplier: Sendable {
                 }
                 let count = Self.batchLength(state.queue[...])
                 if count == state.queue.count {  // the common case: take it all, no copying
-                    defer { state.queue = [] }
+                    defer {
+                        state.queue = []
+                        state.queuedBytes = 0
+                    }
                     return state.queue
                 }
                 let batch = Array(state.queue.prefix(count))
                 state.queue.removeFirst(count)
+                state.queuedBytes -= batch.reduce(0) { $0 + $1.entry.memoryCost }
                 return batch
             }
             guard let last = batch.last?.sequence else { return }
             do {
                 try tier.apply(batch)
+                transactions.wrappingAdd(1, ordering: .relaxed)
                 changed(batch)
                 index.applied(batch)
                 released(batch.reduce(0) { $0 + $1.entry.memoryCost })

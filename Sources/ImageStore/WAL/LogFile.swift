@@ -140,14 +140,24 @@ final class PosixLogFile: LogFile {
     func readAll() throws(LogIOError) -> [UInt8] {
         var status = stat()
         guard fstat(fd, &status) == 0 else { throw LogIOError("stat \(path)", code: errno) }
-        var bytes = [UInt8](repeating: 0, count: Int(status.st_size))
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(done)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw LogIOError("read \(path)", code: n < 0 ? errno : EIO) }
-            done += n
+        let count = Int(status.st_size)
+        var failure: LogIOError?
+        // Uninitialised: every byte is read into before the array is used (a whole segment is
+        // 64 MiB, and zeroing it first cost recovery a pass over it).
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            var done = 0
+            while done < count {
+                let n = pread(fd, buffer.baseAddress! + done, count - done, off_t(done))
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else {
+                    failure = LogIOError("read \(path)", code: n < 0 ? errno : EIO)
+                    break
+                }
+                done += n
+            }
+            initialized = failure == nil ? count : 0
         }
+        if let failure { throw failure }
         return bytes
     }
 

@@ -45,9 +45,19 @@ final class WritePath: Sendable {
         let applied = try tier.appliedSequence()
         let recovery = LogRecovery(directory: directory, fileSystem: fileSystem, salvage: configuration.salvageDamagedLog)
         func replay() throws(ImageStoreError) -> (report: RecoveryReport, lastSequence: UInt64) {
-            try recovery.replay(appliedSequence: applied) { (batch) throws(ImageStoreError) in
-                try ImageStoreError.rethrowing(path: directory, operation: "replaying the log") { try tier.writer.sync { try tier.apply(batch) } }
+            // The writer queue applies a segment's batches while this thread reads the next.
+            let pipeline = ReplayPipeline(tier: tier)
+            let result: (report: RecoveryReport, lastSequence: UInt64)
+            do {
+                result = try recovery.replay(appliedSequence: applied) { (batch) throws(ImageStoreError) in try pipeline.submit(batch) }
+            } catch {
+                // Nothing of this replay may still run on the writer queue once it throws.
+                // The reading error is the one to report; a batch's failure after it adds nothing.
+                pipeline.waitUntilIdle()
+                throw error
             }
+            try pipeline.finish()
+            return result
         }
         var (report, lastSequence): (RecoveryReport, UInt64)
         do {
@@ -73,6 +83,9 @@ final class WritePath: Sendable {
         let index = self.index
         let applier = LogApplier(
             tier: tier, index: index, appliedSequence: appliedNow,
+            // Well below the back-pressure limit, so writers held by it never wait for a gather.
+            coalesceBytes: min(LogApplier.defaultCoalesceBytes, max(configuration.maxUnappliedBytes / 4, 1)),
+            gatherDelay: configuration.applierGatherDelay,
             released: { relay.log?.released($0) },
             stopped: { relay.log?.stop(with: $0); counters.events.emit(.backgroundFailure(.applying, error: $0)) },
             afterBatch: { batch in relay.afterBatch?(batch) }, changed: changed)

@@ -1,0 +1,78 @@
+import Foundation
+@testable import ImageStore
+import ImageStoreTestSupport
+import Testing
+
+/// The applier gathers written records into few LMDB transactions (each commit syncs LMDB's
+/// data pages), and never makes anyone who waits for it wait for the gathering.
+@Suite struct LogApplierGatherTests {
+    /// A store whose applier gathers for an hour: only a settle (or enough bytes) ends it.
+    private func makeGatheringStore(at directory: String, delay: TimeInterval = 3_600) throws -> ImageStore {
+        var configuration = makeConfiguration()
+        configuration.applierGatherDelay = delay
+        return try ImageStore(path: directory, configuration: configuration)
+    }
+
+    @Test func syncedPutsOfOneWriterAreAppliedInOneTransactionOnceSomeoneSettles() throws {
+        try withTemporaryDirectory { directory throws in
+            let store = try makeGatheringStore(at: directory)
+            defer { store.close() }
+            let applier = try #require(store.writes?.applier)
+            let transactionsBefore = applier.transactions.load(ordering: .relaxed)
+            let groupsBefore = store.metrics.groupCommitBatchRecords.count
+            let entries = (0..<20).map(LogTest.smallEntry)
+            for (url, data) in entries { try store.put(data, for: url, durability: .sync) }
+            // One writer: a group commit (and a log sync) per put.
+            #expect(store.metrics.groupCommitBatchRecords.count - groupsBefore == entries.count)
+            // Acknowledged and readable (from the pending index) before LMDB holds them.
+            for (url, data) in entries { #expect(try store.get(url)?.data == data, "\(url)") }
+            _ = try store.statistics()  // settles: the applier commits what it gathered, at once
+            #expect(applier.transactions.load(ordering: .relaxed) - transactionsBefore == 1)
+            for (url, data) in entries { #expect(try store.get(url)?.data == data, "\(url)") }
+        }
+    }
+
+    @Test func aCheckpointAndACloseDoNotWaitForTheGathering() throws {
+        try withTemporaryDirectory { directory throws in
+            let entries = (0..<5).map(LogTest.smallEntry)
+            do {
+                let store = try makeGatheringStore(at: directory)
+                for (url, data) in entries { try store.put(data, for: url, durability: .batched(interval: 0.01)) }
+                try store.checkpoint()  // settles first: LMDB holds every put now
+                let written = try #require(store.logStatus).writtenSequence
+                #expect(try #require(store.writes?.applier).appliedSequence >= written)
+                try store.put(Data([1, 2, 3]), for: "https://x.test/last", durability: .none)
+                store.close()  // settles and checkpoints: nothing is left to replay
+            }
+            let reopened = try makeGatheringStore(at: directory)
+            defer { reopened.close() }
+            #expect(reopened.recoveryReport.recordsReplayed == 0)
+            for (url, data) in entries { #expect(try reopened.get(url)?.data == data, "\(url)") }
+            #expect(try reopened.get("https://x.test/last")?.data == Data([1, 2, 3]))
+        }
+    }
+
+    @Test func aStoreDroppedWhileItsApplierGathersLosesNoAcknowledgedWrite() throws {
+        try withTemporaryDirectory { directory throws in
+            let entries = (0..<8).map(LogTest.smallEntry)
+            do {
+                let store = try makeGatheringStore(at: directory, delay: 0.2)
+                for (url, data) in entries { try store.put(data, for: url, durability: .sync) }
+                _ = store  // dropped without close: the log keeps what LMDB lacks
+            }
+            // The dropped store's writer queue lets the writer lock go once its drain is done.
+            var reopened: ImageStore?
+            for _ in 0..<3000 where reopened == nil {
+                do { reopened = try makeGatheringStore(at: directory) } catch {
+                    switch error as? ImageStoreError {
+                    case .alreadyOpen?, .writerLocked?: usleep(10_000)
+                    default: throw error
+                    }
+                }
+            }
+            let store = try #require(reopened, "the dropped store never released its writer lock")
+            defer { store.close() }
+            for (url, data) in entries { #expect(try store.get(url)?.data == data, "\(url)") }
+        }
+    }
+}
