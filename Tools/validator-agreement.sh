@@ -43,8 +43,7 @@ work=fuzz-out/agreement
 rm -rf "$work"; mkdir -p "$work/files"
 
 probe=fuzz-out/validator-probe
-swiftc -O -parse-as-library -module-name ValidatorProbe -I Sources/CZlib -I Sources/CDeflate -I Sources/CSpng -I Sources/CTurboJPEG \
-  Sources/ImageValidation/*.swift Tools/fuzz/ValidatorProbe.swift -lz -ldeflate -lspng -lturbojpeg -o "$probe" || exit 2
+Tools/fuzz/build-validator.sh "$probe" ValidatorProbe Tools/fuzz/ValidatorProbe.swift || exit 2
 
 # Generated JPEGs.
 python3 - "$work/card.ppm" <<'PY'
