@@ -35,7 +35,9 @@ let package = Package(
         // state has one copy whichever module the calls are inlined into.
         .target(name: "CLMDBGuard", dependencies: ["CLMDB"]),
         .target(name: "LMDB", dependencies: ["CLMDB", "CLMDBGuard", "Locking"]),
-        .target(name: "ImageValidation", dependencies: ["CZlib", "CDeflate", "CSpng", "CTurboJPEG"]),
+        // The validator's JPEG entropy-data scan: vector code chosen at run time (AVX-512BW, AVX2, SSE2).
+        .target(name: "CImageScan"),
+        .target(name: "ImageValidation", dependencies: ["CZlib", "CDeflate", "CSpng", "CTurboJPEG", "CImageScan"]),
         .target(name: "MemoryCache"),
         .target(name: "ImageStore", dependencies: ["LMDB", "CXXHash", "ImageValidation", "MemoryCache", "Locking"]),
         // The shared tier on S3-compatible storage (issue 18): SigV4 over libcrypto, an S3 client.
@@ -57,7 +59,7 @@ let package = Package(
         .executableTarget(
             name: "imgstore-test-child", dependencies: ["LMDB", "ImageStore"], path: "Tests/imgstore-test-child"),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "ImageStoreTestSupport", "imgstore-test-child"]),
-        .testTarget(name: "ImageValidationTests", dependencies: ["ImageValidation", "ImageStoreTestSupport"]),
+        .testTarget(name: "ImageValidationTests", dependencies: ["ImageValidation", "CImageScan", "ImageStoreTestSupport"]),
         .testTarget(name: "MemoryCacheTests", dependencies: ["MemoryCache", "ImageStoreTestSupport"]),
         .testTarget(
             name: "ImageStoreTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB", "Locking", "imgstore-test-child"],

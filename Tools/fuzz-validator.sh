@@ -26,11 +26,10 @@ while IFS= read -r -d '' f; do
 done < <(find "$corpus" -type f \( -name '*.png' -o -name '*.jpg' \) -print0)
 
 src=(Sources/ImageValidation/*.swift Tools/fuzz/FuzzValidator.swift)
-if [ ! -x "$bin" ] || [ -n "$(find "${src[@]}" -newer "$bin" 2>/dev/null)" ]; then
+csrc=(Sources/CImageScan/image_scan.c Sources/CImageScan/include/image_scan.h)
+if [ ! -x "$bin" ] || [ -n "$(find "${src[@]}" "${csrc[@]}" -newer "$bin" 2>/dev/null)" ]; then
   echo "fuzz-validator: building $bin"
-  swiftc -sanitize=fuzzer,address -parse-as-library -O -g -module-name ImageValidationFuzz \
-    -I Sources/CZlib -I Sources/CDeflate -I Sources/CSpng -I Sources/CTurboJPEG \
-    "${src[@]}" -lz -ldeflate -lspng -lturbojpeg -o "$bin"
+  Tools/fuzz/build-validator.sh "$bin" ImageValidationFuzz Tools/fuzz/FuzzValidator.swift fuzz
 fi
 
 echo "fuzz-validator: $seeds seeds, ${seconds}s"

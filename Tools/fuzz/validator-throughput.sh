@@ -12,8 +12,7 @@ seconds="${1:-3}"
 corpus="${IMGSTORE_CORPUS:-$(pwd)/../shared/corpus}"
 probe=fuzz-out/validator-probe
 mkdir -p fuzz-out
-swiftc -O -parse-as-library -module-name ValidatorProbe -I Sources/CZlib -I Sources/CDeflate -I Sources/CSpng -I Sources/CTurboJPEG \
-  Sources/ImageValidation/*.swift Tools/fuzz/ValidatorProbe.swift -lz -ldeflate -lspng -lturbojpeg -o "$probe"
+Tools/fuzz/build-validator.sh "$probe" ValidatorProbe Tools/fuzz/ValidatorProbe.swift
 
 mapfile -t pngs < <(find "$corpus" -name '*.png' | sort)
 mapfile -t jpgs < <(find "$corpus" -name '*.jpg' | sort)
