@@ -54,16 +54,21 @@ let package = Package(
         ),
 
         // MARK: - Tests
-        .target(name: "ImageStoreTestSupport", dependencies: ["ImageStore", "Locking"], path: "Tests/ImageStoreTestSupport"),
+        .target(name: "ImageStoreTestSupport", dependencies: ["ImageStore", "Locking"], path: "Tests/ImageStoreTestSupport",
+                exclude: ["test_server.py"]),
         .executableTarget(
             name: "imgstore-test-child", dependencies: ["LMDB", "ImageStore"], path: "Tests/imgstore-test-child"),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "ImageStoreTestSupport", "imgstore-test-child"]),
         .testTarget(name: "ImageValidationTests", dependencies: ["ImageValidation", "ImageStoreTestSupport"]),
         .testTarget(name: "MemoryCacheTests", dependencies: ["MemoryCache", "ImageStoreTestSupport"]),
         .testTarget(
-            name: "ImageStoreTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB", "Locking", "imgstore-test-child"],
-            exclude: ["Loading/test_server.py"]),
-        .testTarget(name: "SharedTierTests", dependencies: ["SharedTier", "ImageStoreTestSupport", "Locking"], exclude: ["Fixtures"]),
+            name: "ImageStoreTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB", "Locking", "imgstore-test-child"]),
+        // One host of a fleet in its own process (the fleet test starts several).
+        .executableTarget(
+            name: "imgstore-loader-child", dependencies: ["ImageStore", "SharedTier"], path: "Tests/imgstore-loader-child"),
+        .testTarget(
+            name: "SharedTierTests", dependencies: ["SharedTier", "ImageStoreTestSupport", "Locking", "imgstore-loader-child"],
+            exclude: ["Fixtures"]),
         .testTarget(name: "ImgstoreAdminTests", dependencies: ["ImageStoreTestSupport", "imgstore-admin"]),
     ],
     swiftLanguageModes: [.v6]
