@@ -47,7 +47,7 @@ let package = Package(
         .executableTarget(
             name: "imgstore-bench",
             dependencies: [
-                "ImageStore", "LMDB", "CLMDB", "CSQLite", "MemoryCache", "ImageValidation", "CTurboJPEG", "CZlib",
+                "ImageStore", "LMDB", "CLMDB", "CSQLite", "MemoryCache", "ImageValidation", "CTurboJPEG", "CZlib", "SharedTier",
             ],
             path: "Tools/imgstore-bench",
             exclude: ["README.md", "last-full-run.txt"]
