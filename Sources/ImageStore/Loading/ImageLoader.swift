@@ -6,8 +6,9 @@ import FoundationNetworking
 #endif
 
 /// Loads images by URL through a store: the store first (memory, then disk), then the fleet's
-/// shared tier when there is one (`ImageLoaderSharedTier`), then the network, storing what it downloads — one download per URL at a time, following the
-/// origin's caching headers, and falling back to expired entries when the origin is away.
+/// shared tier when there is one (`ImageLoaderSharedTier`), then the network, storing what it
+/// downloads — one download per URL at a time, following the origin's caching headers, and
+/// falling back to expired entries when the origin is away.
 ///
 /// ```swift
 /// let loader = try ImageLoader(store: store)
@@ -399,7 +400,7 @@ public final class ImageLoader: Sendable {
 
     /// A stored entry as a loaded image; nil when it cannot be one (stored unvalidated and
     /// not an image), so the caller downloads it again.
-    func image(from stored: StoredImage, url: String, source: LoadedImage.Source) -> LoadedImage? {
+    private func image(from stored: StoredImage, url: String, source: LoadedImage.Source) -> LoadedImage? {
         let facts: ImageFacts
         if let known = stored.info.facts { facts = known } else {
             // Stored unvalidated and not an image: not a failure, the caller downloads it again.
