@@ -41,30 +41,36 @@ let package = Package(
         .target(name: "MemoryCache"),
         .target(name: "ImageStore", dependencies: ["LMDB", "CXXHash", "ImageValidation", "MemoryCache", "Locking"]),
         // The shared tier on S3-compatible storage (issue 18): SigV4 over libcrypto, an S3 client.
-        .target(name: "SharedTier", dependencies: ["CCrypto", "Locking"]),
+        // It conforms to ImageStore's `ImageLoaderSharedTier`; ImageStore knows nothing of S3.
+        .target(name: "SharedTier", dependencies: ["CCrypto", "Locking", "ImageStore"]),
 
         // MARK: - Tools
         .executableTarget(name: "imgstore-admin", dependencies: ["ImageStore"], path: "Tools/imgstore-admin"),
         .executableTarget(
             name: "imgstore-bench",
             dependencies: [
-                "ImageStore", "LMDB", "CLMDB", "CSQLite", "MemoryCache", "ImageValidation", "CTurboJPEG", "CZlib",
+                "ImageStore", "LMDB", "CLMDB", "CSQLite", "MemoryCache", "ImageValidation", "CTurboJPEG", "CZlib", "SharedTier",
             ],
             path: "Tools/imgstore-bench",
             exclude: ["README.md", "last-full-run.txt"]
         ),
 
         // MARK: - Tests
-        .target(name: "ImageStoreTestSupport", dependencies: ["ImageStore", "Locking"], path: "Tests/ImageStoreTestSupport"),
+        .target(name: "ImageStoreTestSupport", dependencies: ["ImageStore", "Locking"], path: "Tests/ImageStoreTestSupport",
+                exclude: ["test_server.py"]),
         .executableTarget(
             name: "imgstore-test-child", dependencies: ["LMDB", "ImageStore"], path: "Tests/imgstore-test-child"),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "ImageStoreTestSupport", "imgstore-test-child"]),
         .testTarget(name: "ImageValidationTests", dependencies: ["ImageValidation", "CImageScan", "ImageStoreTestSupport"]),
         .testTarget(name: "MemoryCacheTests", dependencies: ["MemoryCache", "ImageStoreTestSupport"]),
         .testTarget(
-            name: "ImageStoreTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB", "Locking", "imgstore-test-child"],
-            exclude: ["Loading/test_server.py"]),
-        .testTarget(name: "SharedTierTests", dependencies: ["SharedTier", "ImageStoreTestSupport", "Locking"], exclude: ["Fixtures"]),
+            name: "ImageStoreTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB", "Locking", "imgstore-test-child"]),
+        // One host of a fleet in its own process (the fleet test starts several).
+        .executableTarget(
+            name: "imgstore-loader-child", dependencies: ["ImageStore", "SharedTier"], path: "Tests/imgstore-loader-child"),
+        .testTarget(
+            name: "SharedTierTests", dependencies: ["SharedTier", "ImageStoreTestSupport", "Locking", "imgstore-loader-child"],
+            exclude: ["Fixtures"]),
         .testTarget(name: "ImgstoreAdminTests", dependencies: ["ImageStoreTestSupport", "imgstore-admin"]),
     ],
     swiftLanguageModes: [.v6]
