@@ -37,12 +37,12 @@ let package = Package(
         .target(name: "LMDB", dependencies: ["CLMDB", "CLMDBGuard", "Locking"]),
         .target(name: "ImageValidation", dependencies: ["CZlib", "CDeflate", "CSpng", "CTurboJPEG"]),
         .target(name: "MemoryCache"),
-        .target(name: "ImageStore", dependencies: ["LMDB", "CXXHash", "ImageValidation", "MemoryCache", "Locking"]),
+        .target(name: "ImageStore", dependencies: ["LMDB", "CXXHash", "ImageValidation", "MemoryCache", "Locking", "SharedTier"]),
         // The shared tier on S3-compatible storage (issue 18): SigV4 over libcrypto, an S3 client.
         .target(name: "SharedTier", dependencies: ["CCrypto", "Locking"]),
 
         // MARK: - Tools
-        .executableTarget(name: "imgstore-admin", dependencies: ["ImageStore"], path: "Tools/imgstore-admin"),
+        .executableTarget(name: "imgstore-admin", dependencies: ["ImageStore", "SharedTier"], path: "Tools/imgstore-admin"),
         .executableTarget(
             name: "imgstore-bench",
             dependencies: [
@@ -62,8 +62,12 @@ let package = Package(
         .testTarget(
             name: "ImageStoreTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB", "Locking", "imgstore-test-child"],
             exclude: ["Loading/test_server.py"]),
-        .testTarget(name: "SharedTierTests", dependencies: ["SharedTier", "ImageStoreTestSupport", "Locking"], exclude: ["Fixtures"]),
-        .testTarget(name: "ImgstoreAdminTests", dependencies: ["ImageStoreTestSupport", "imgstore-admin"]),
+        // A real SeaweedFS per test (Tools/s3-server.sh), for the tier's tests and the tool's.
+        .target(name: "SharedTierTestSupport", dependencies: ["SharedTier", "ImageStoreTestSupport", "Locking"],
+                path: "Tests/SharedTierTestSupport"),
+        .testTarget(name: "SharedTierTests", dependencies: ["SharedTier", "SharedTierTestSupport", "ImageStoreTestSupport", "Locking"],
+                    exclude: ["Fixtures"]),
+        .testTarget(name: "ImgstoreAdminTests", dependencies: ["ImageStoreTestSupport", "SharedTierTestSupport", "SharedTier", "imgstore-admin"]),
     ],
     swiftLanguageModes: [.v6]
 )

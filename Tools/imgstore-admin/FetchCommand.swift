@@ -1,6 +1,5 @@
 import Foundation
 import ImageStore
-import Synchronization
 
 /// `fetch URL...`: loads each URL through an `ImageLoader` into the store (to warm a store from ops).
 enum FetchCommand: AdminCommand {
@@ -30,7 +29,7 @@ enum FetchCommand: AdminCommand {
             try ImageLoader(store: store, configuration: configuration)
         }
         let urls = arguments.positionals
-        let results = wait { await loadAll(urls, with: loader) }
+        let results = AsyncBridge.wait { await loadAll(urls, with: loader) }
         var failures = 0
         for (url, result) in zip(urls, results) {
             switch result {
@@ -84,22 +83,4 @@ enum FetchCommand: AdminCommand {
             return .failure(error)
         }
     }
-
-    /// Runs `body` on the global executor and blocks this (main) thread until it returns.
-    private static func wait<R: Sendable>(_ body: @escaping @Sendable () async -> R) -> R {
-        let box = ResultBox<R>()
-        let done = DispatchSemaphore(value: 0)
-        Task.detached {
-            let result = await body()
-            box.value.withLock { $0 = result }
-            done.signal()
-        }
-        done.wait()
-        return box.value.withLock { $0! }
-    }
-}
-
-/// Carries a result from the detached task back to the blocked main thread.
-private final class ResultBox<R: Sendable>: Sendable {
-    let value = Mutex<R?>(nil)
 }

@@ -6,7 +6,7 @@ import ImageStore
 let commands: [any AdminCommand.Type] = [
     DemoCommand.self, PutCommand.self, GetCommand.self, RemoveCommand.self, ListCommand.self, StatsCommand.self,
     ValidateCommand.self, ExpireCommand.self, LogStatusCommand.self, CheckpointCommand.self,
-    FetchCommand.self, ImportCommand.self, ExportCommand.self, VerifyCommand.self, QuarantineCommand.self, CompactCommand.self,
+    FetchCommand.self, ImportCommand.self, ExportCommand.self, WarmCommand.self, VerifyCommand.self, QuarantineCommand.self, CompactCommand.self,
     ReadersCommand.self,
 ]
 
