@@ -67,7 +67,7 @@ let package = Package(
                 path: "Tests/SharedTierTestSupport"),
         .testTarget(name: "SharedTierTests", dependencies: ["SharedTier", "SharedTierTestSupport", "ImageStoreTestSupport", "Locking"],
                     exclude: ["Fixtures"]),
-        .testTarget(name: "ImgstoreAdminTests", dependencies: ["ImageStoreTestSupport", "SharedTierTestSupport", "SharedTier", "imgstore-admin"]),
+        .testTarget(name: "ImgstoreAdminTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "SharedTierTestSupport", "SharedTier", "imgstore-admin"]),
     ],
     swiftLanguageModes: [.v6]
 )
