@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "LMDB", dependencies: ["CLMDB", "CLMDBGuard", "Locking"]),
         .target(name: "ImageValidation", dependencies: ["CZlib", "CDeflate", "CSpng", "CTurboJPEG"]),
         .target(name: "MemoryCache"),
-        .target(name: "ImageStore", dependencies: ["LMDB", "CXXHash", "ImageValidation", "MemoryCache", "Locking", "SharedTier"]),
+        .target(name: "ImageStore", dependencies: ["LMDB", "CXXHash", "ImageValidation", "MemoryCache", "Locking"]),
         // The shared tier on S3-compatible storage (issue 18): SigV4 over libcrypto, an S3 client.
         .target(name: "SharedTier", dependencies: ["CCrypto", "Locking"]),
 

@@ -82,19 +82,19 @@ public struct PrometheusExposition: Sendable {
 
     // MARK: - Families
 
-    enum Kind: String { case counter, gauge, histogram }
+    package enum Kind: String { case counter, gauge, histogram }
 
-    mutating func counter(_ name: String, _ help: String, _ labels: [String: String], _ value: Int) {
+    package mutating func counter(_ name: String, _ help: String, _ labels: [String: String], _ value: Int) {
         family(name, .counter, help, labels, [([:], Double(value))])
     }
 
-    mutating func gauge(_ name: String, _ help: String, _ labels: [String: String], _ value: Double) {
+    package mutating func gauge(_ name: String, _ help: String, _ labels: [String: String], _ value: Double) {
         family(name, .gauge, help, labels, [([:], value)])
     }
 
     /// A family's HELP and TYPE lines and its samples (none: the lines alone, which is valid).
-    mutating func family(_ name: String, _ kind: Kind, _ help: String, _ labels: [String: String],
-                         _ samples: [([String: String], Double)]) {
+    package mutating func family(_ name: String, _ kind: Kind, _ help: String, _ labels: [String: String],
+                                 _ samples: [([String: String], Double)]) {
         guard kind == .gauge || !storeOnly else { return }
         header(name, kind, help)
         for (own, value) in samples { sample("imgstore_" + name, labels.merging(own) { _, new in new }, value) }

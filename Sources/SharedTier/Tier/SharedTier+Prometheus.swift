@@ -1,5 +1,5 @@
 import Foundation
-import SharedTier
+import ImageStore
 
 extension PrometheusExposition {
     /// Adds a shared tier's statistics (`SharedTier.statistics`), with `labels` on every
