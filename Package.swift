@@ -39,7 +39,8 @@ let package = Package(
         .target(name: "MemoryCache"),
         .target(name: "ImageStore", dependencies: ["LMDB", "CXXHash", "ImageValidation", "MemoryCache", "Locking"]),
         // The shared tier on S3-compatible storage (issue 18): SigV4 over libcrypto, an S3 client.
-        .target(name: "SharedTier", dependencies: ["CCrypto", "Locking"]),
+        // It conforms to ImageStore's `ImageLoaderSharedTier`; ImageStore knows nothing of S3.
+        .target(name: "SharedTier", dependencies: ["CCrypto", "Locking", "ImageStore"]),
 
         // MARK: - Tools
         .executableTarget(name: "imgstore-admin", dependencies: ["ImageStore", "SharedTier"], path: "Tools/imgstore-admin"),

@@ -68,5 +68,7 @@ extension ImageLoader {
         public var staleServed: Int
         /// Body bytes received.
         public var bytesDownloaded: Int
+        /// Loads answered by the shared tier (`LoadedImage.source == .shared`).
+        public var sharedTierHits: Int = 0
     }
 }

@@ -13,6 +13,12 @@ extension ImageLoader {
         metrics.negativeCacheHits = statistics.negativeHits
         metrics.failures = counters.failures.byReason
         metrics.bytesDownloaded = statistics.bytesDownloaded
+        let shared = counters.sharedTier
+        metrics.sharedTierHits = shared.hits.load(ordering: .relaxed)
+        metrics.sharedTierMisses = shared.misses.load(ordering: .relaxed)
+        metrics.sharedTierInvalid = shared.invalid.load(ordering: .relaxed)
+        metrics.sharedTierOffers = shared.offers.load(ordering: .relaxed)
+        metrics.sharedTierRefreshes = shared.refreshes.load(ordering: .relaxed)
         return metrics
     }
 

@@ -5,8 +5,8 @@ import Synchronization
 import FoundationNetworking
 #endif
 
-/// Loads images by URL through a store: the store first (memory, then disk), then the
-/// network, storing what it downloads — one download per URL at a time, following the
+/// Loads images by URL through a store: the store first (memory, then disk), then the fleet's
+/// shared tier when there is one (`ImageLoaderSharedTier`), then the network, storing what it downloads — one download per URL at a time, following the
 /// origin's caching headers, and falling back to expired entries when the origin is away.
 ///
 /// ```swift
@@ -39,22 +39,27 @@ public final class ImageLoader: Sendable {
     public let store: any ImageLoaderStore
     /// The loader's caching, fallback and concurrency settings, fixed at creation.
     public let configuration: Configuration
+    /// The fleet's shared tier, asked after the store and before the origin; nil for none.
+    public let sharedTier: (any ImageLoaderSharedTier)?
     private let transport: any ImageTransport
     private let limiter: DownloadLimiter
     // LockedValue, not Mutex: ThreadSanitizer cannot see Mutex's futex on Linux (see Locking).
     private let state = LockedValue(State())
     let counters = Counters()
 
-    /// A loader over `store`, downloading with `transport` (default: a `URLSessionTransport`).
-    /// The loader does not own the store: close it after the loader's last load.
+    /// A loader over `store`, downloading with `transport` (default: a `URLSessionTransport`),
+    /// asking `sharedTier` (when given) after the store and before the origin, and offering it
+    /// what it downloads. The loader does not own the store: close it after the loader's last load.
     /// - Throws: `ImageStoreError.invalidArgument` naming the first field of `configuration`
     ///   out of range (see `Configuration`'s fields for each range).
     public init(store: any ImageLoaderStore, configuration: Configuration = .init(),
-                transport: any ImageTransport = URLSessionTransport()) throws(ImageStoreError) {
+                transport: any ImageTransport = URLSessionTransport(),
+                sharedTier: (any ImageLoaderSharedTier)? = nil) throws(ImageStoreError) {
         try configuration.validate()
         self.store = store
         self.configuration = configuration
         self.transport = transport
+        self.sharedTier = sharedTier
         limiter = DownloadLimiter(limit: configuration.maxConcurrentDownloads)
     }
 
@@ -139,7 +144,8 @@ public final class ImageLoader: Sendable {
             coalescedLoads: counters.coalesced.load(ordering: .relaxed),
             negativeHits: counters.negativeHits.load(ordering: .relaxed),
             staleServed: counters.staleServed.load(ordering: .relaxed),
-            bytesDownloaded: counters.bytes.load(ordering: .relaxed))
+            bytesDownloaded: counters.bytes.load(ordering: .relaxed),
+            sharedTierHits: counters.sharedTier.hits.load(ordering: .relaxed))
     }
 
     // MARK: - Coalescing
@@ -216,14 +222,26 @@ public final class ImageLoader: Sendable {
         do { stored = try readStore(url) } catch { return .failure(error) }
         if let stored, !stored.isStale, let image = image(from: stored, url: url, source: stored.source) { return .success(image) }
 
+        // The fleet's shared tier, before the origin: a fresh entry is the answer; an expired
+        // one is revalidated with the origin's validators it carries.
+        var expiredShared: ExpiredSharedEntry?
+        if let sharedTier {
+            switch await lookUpSharedTier(sharedTier, url: url) {
+            case let .answer(result): return result
+            case let .expired(entry): expiredShared = entry
+            case .miss: break
+            }
+        }
+
         guard await limiter.acquire() else { return .failure(.cancelled) }
         defer { limiter.release() }
 
         var request = URLRequest(url: requestURL, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: configuration.timeout)
         for (name, value) in configuration.headers { request.setValue(value, forHTTPHeaderField: name) }
-        if let stored {
-            if let etag = stored.info.validators.etag { request.setValue(etag, forHTTPHeaderField: "If-None-Match") }
-            if let lastModified = stored.info.validators.lastModified {
+        // The origin's validators, never the tier's ETag: the shared entry's when there is one.
+        if let validators = expiredShared?.image.validators ?? stored?.info.validators {
+            if let etag = validators.etag { request.setValue(etag, forHTTPHeaderField: "If-None-Match") }
+            if let lastModified = validators.lastModified {
                 request.setValue(lastModified, forHTTPHeaderField: "If-Modified-Since")
             }
         }
@@ -234,7 +252,7 @@ public final class ImageLoader: Sendable {
             return fail(url, error, stored: stored)
         }
         counters.bytes.add(body.count, ordering: .relaxed)
-        return await handle(response, body: body, url: url, stored: stored)
+        return await handle(response, body: body, url: url, stored: stored, expiredShared: expiredShared)
     }
 
     /// The transport's answer, or a typed error; `timedOut` after `Configuration.timeout`.
@@ -257,11 +275,15 @@ public final class ImageLoader: Sendable {
     }
 
     /// What a response means: a stored image, a renewed one, or a failure.
-    private func handle(_ response: HTTPURLResponse, body: Data, url: String,
-                        stored: StoredImage?) async -> Result<LoadedImage, ImageLoaderError> {
+    private func handle(_ response: HTTPURLResponse, body: Data, url: String, stored: StoredImage?,
+                        expiredShared: ExpiredSharedEntry?) async -> Result<LoadedImage, ImageLoaderError> {
         let headers = HTTPFreshness.headers(of: response)
-        let freshness = HTTPFreshness(headers: headers, now: store.configuration.clock(), configuration: configuration)
+        let now = store.configuration.clock()
+        let freshness = HTTPFreshness(headers: headers, now: now, configuration: configuration)
         let status = response.statusCode
+        if status == 304, let expiredShared {
+            return await revalidated(expiredShared, url: url, headers: headers, freshness: freshness, now: now)
+        }
         if status == 304, let stored {
             return await revalidated(stored, url: url, headers: headers, freshness: freshness)
         }
@@ -305,6 +327,7 @@ public final class ImageLoader: Sendable {
         do {
             let info = try await store.store(image, for: url, expiry: .after(.seconds(freshness.ttl)),
                                              validators: validators, durability: durability)
+            offerToSharedTier(image, info: info, fetchedAt: now, replacing: expiredShared?.image.tierVersion)
             return .success(LoadedImage(url: url, data: body, facts: info.facts ?? image.facts, source: .network,
                                         expiresAt: info.expiresAt, isStored: true, staleReason: nil))
         } catch {
@@ -313,7 +336,7 @@ public final class ImageLoader: Sendable {
     }
 
     /// A store write's error as the loader reports it.
-    private static func storeError(_ error: any Error) -> ImageLoaderError {
+    static func storeError(_ error: any Error) -> ImageLoaderError {
         if let error = error as? ImageStoreError { return .store(error) }
         return .cancelled  // the store's async writes throw ImageStoreError or CancellationError
     }
@@ -376,7 +399,7 @@ public final class ImageLoader: Sendable {
 
     /// A stored entry as a loaded image; nil when it cannot be one (stored unvalidated and
     /// not an image), so the caller downloads it again.
-    private func image(from stored: StoredImage, url: String, source: LoadedImage.Source) -> LoadedImage? {
+    func image(from stored: StoredImage, url: String, source: LoadedImage.Source) -> LoadedImage? {
         let facts: ImageFacts
         if let known = stored.info.facts { facts = known } else {
             // Stored unvalidated and not an image: not a failure, the caller downloads it again.
@@ -505,6 +528,7 @@ extension ImageLoader {
         let staleServed = Atomic<Int>(0)
         let bytes = Atomic<Int>(0)
         let failures = LoaderFailureCounts()
+        let sharedTier = SharedTierCounters()
         func failed(_ error: ImageLoaderError) { failures.count(error) }
     }
 }

@@ -17,6 +17,16 @@ public struct LoaderMetrics: Sendable, Hashable {
     public var failures: [String: Int] = [:]
     /// Body bytes received.
     public var bytesDownloaded = 0
+    /// Loads answered by the shared tier (fresh, validated, stored locally) without the origin.
+    public var sharedTierHits = 0
+    /// Shared-tier lookups that gave nothing usable (absent, unreachable, corrupt, invalid).
+    public var sharedTierMisses = 0
+    /// Shared-tier entries refused by the validator (never stored locally).
+    public var sharedTierInvalid = 0
+    /// Origin downloads offered to the shared tier.
+    public var sharedTierOffers = 0
+    /// `304 Not Modified` answers that refreshed a shared-tier entry.
+    public var sharedTierRefreshes = 0
 
     /// Empty metrics (every counter zero), for tests and fakes.
     public init() {}

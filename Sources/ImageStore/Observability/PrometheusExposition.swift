@@ -78,6 +78,12 @@ public struct PrometheusExposition: Sendable {
         family("loader_failures_total", .counter, "Downloads that failed, by reason.", labels,
                m.failures.sorted { $0.key < $1.key }.map { (["reason": $0.key], Double($0.value)) })
         counter("loader_downloaded_bytes_total", "Body bytes received from origins.", labels, m.bytesDownloaded)
+        counter("loader_shared_tier_hits_total", "Loads answered by the shared tier without the origin.", labels, m.sharedTierHits)
+        counter("loader_shared_tier_misses_total", "Shared-tier lookups that gave nothing usable.", labels, m.sharedTierMisses)
+        counter("loader_shared_tier_invalid_total", "Shared-tier entries the validator refused.", labels, m.sharedTierInvalid)
+        counter("loader_shared_tier_offers_total", "Origin downloads offered to the shared tier.", labels, m.sharedTierOffers)
+        counter("loader_shared_tier_refreshes_total", "304 answers that refreshed a shared-tier entry.", labels,
+                m.sharedTierRefreshes)
     }
 
     // MARK: - Families

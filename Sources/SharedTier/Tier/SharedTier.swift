@@ -99,6 +99,15 @@ public final class SharedTier: Sendable {
         return queued
     }
 
+    /// Queues `refreshMetadata(entry)` in the background, in the upload queue, and returns at
+    /// once: false (and counted in `uploadsDropped`) when the queue is full.
+    @discardableResult
+    public func enqueueRefresh(_ entry: SharedEntry) -> Bool {
+        let queued = queue.enqueue { _ = await self.refreshMetadata(entry) }
+        if !queued { count { $0.uploadsDropped += 1 } }
+        return queued
+    }
+
     /// Waits until every queued upload has finished (for shutdown and tests).
     public func waitForUploads() async { await queue.waitUntilIdle() }
 
