@@ -10,6 +10,7 @@ enum FetchCommand: AdminCommand {
         options: [
             OptionSpec(name: "--timeout", value: "SECONDS", help: "per-download timeout, at most 86400 (default 30)"),
             OptionSpec(name: "--concurrency", value: "N", help: "downloads at once, 1 to 1024 (default 8)"),
+            SharedTierOptions.tierOption, SharedTierOptions.prefixOption, SharedTierOptions.timeoutOption,
         ],
         positional: 1...Int.max,
         details: """
@@ -17,19 +18,31 @@ enum FetchCommand: AdminCommand {
             stale), its size and dimensions, and the URL; or "failed" and the reason. Responses are
             stored with the TTL their caching headers give. A stale image (origin unreachable or 5xx)
             counts as loaded. Exit status 0 when every URL loaded, 1 when any failed.
+
+            With --shared-tier URL the loader asks the fleet's tier between the store and the origin
+            ("shared": a fresh hit, validated and stored), and uploads what it downloads to the tier; the
+            tool waits for those uploads before it exits. A tier that is down or refuses the credentials is a
+            miss (the origin answers); its circuit breaker skips it after 5 consecutive outages. A bad URL
+            or an unset credential variable is a usage error (64).
             """)
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         var configuration = ImageLoader.Configuration()
         if let seconds = try Options.seconds("--timeout", arguments, limit: 86_400) { configuration.timeout = seconds }
         if let count = try Options.count("--concurrency", arguments, in: 1...1024) { configuration.maxConcurrentDownloads = count }
+        let tier = try SharedTierOptions.tier(arguments, breaker: true)
         let store = try context.openStore(.create)
         defer { store.close() }
         let loader = try CommandFailure.mapping { () throws(ImageStoreError) in
-            try ImageLoader(store: store, configuration: configuration)
+            try ImageLoader(store: store, configuration: configuration, sharedTier: tier)
         }
         let urls = arguments.positionals
-        let results = AsyncBridge.wait { await loadAll(urls, with: loader) }
+        let results = AsyncBridge.wait {
+            let results = await loadAll(urls, with: loader)
+            // The loader's uploads to the tier run in the background: let them land.
+            await tier?.waitForUploads()
+            return results
+        }
         var failures = 0
         for (url, result) in zip(urls, results) {
             switch result {

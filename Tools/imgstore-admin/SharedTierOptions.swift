@@ -17,10 +17,13 @@ enum SharedTierOptions {
     static let defaultPrefix = "imgstore/"
 
     /// The tier `URL` names (the value of `option`), configured from the environment, or nil
-    /// when `option` is absent. Nothing is sent yet.
+    /// when `option` is absent. Nothing is sent yet. Without `breaker` (a batch of requests
+    /// whose every failure is reported) the circuit breaker never opens; with it, the tier's
+    /// default applies (what a loader wants: an outage becomes quick misses).
     /// - Throws: a usage failure (64) for a bad URL, a missing credential variable or a bad
     ///   `--prefix`/`--tier-timeout`; never one that shows a credential.
-    static func tier(_ arguments: ParsedArguments, option: String = "--shared-tier") throws(CommandFailure) -> SharedTier? {
+    static func tier(_ arguments: ParsedArguments, option: String = "--shared-tier",
+                     breaker: Bool = false) throws(CommandFailure) -> SharedTier? {
         guard let url = arguments.value(option) else { return nil }
         let seconds = try Options.seconds("--tier-timeout", arguments, limit: 3600) ?? 10
         let prefix = arguments.value("--prefix") ?? defaultPrefix
@@ -29,7 +32,9 @@ enum SharedTierOptions {
             // A batch job, not a service's hot path: generous bounds instead of 200 ms / 1 s.
             s3.connectTimeout = .milliseconds(Int64(seconds * 1000))
             s3.requestTimeout = .milliseconds(Int64(seconds * 1000))
-            return try SharedTier(configuration: .init(s3: s3, prefix: prefix, breakerThreshold: Int.max))
+            var configuration = SharedTier.Configuration(s3: s3, prefix: prefix)
+            if !breaker { configuration.breakerThreshold = Int.max }
+            return try SharedTier(configuration: configuration)
         } catch {
             throw failure(error, option: option)
         }
