@@ -209,6 +209,42 @@ struct SharedTierCommandTests {
         #expect(neither.standardError == "imgstore-admin export: export needs DIR or --to-shared-tier URL (see imgstore-admin --help)\n")
     }
 
+    // MARK: - fetch
+
+    @Test(.enabled(if: Tools.python3 != nil, "needs python3 on PATH for a local origin"))
+    func fetchThroughTheTierReachesTheOriginOnceForTwoHosts() async throws {
+        try await S3Server.with { server in
+            let origin = try LatencyOrigin()
+            let urls = [origin.base + "a/shapes.png", origin.base + "b/photo-baseline.jpg", origin.base + "c/gray-alpha.png"]
+            let tier = Self.bucketURL(server)
+            let first = try await Self.admin(["--store", makeTemporaryDirectory() + "/store", "fetch", "--shared-tier", tier] + urls)
+            #expect(first.status == 0, "\(first.standardError)")
+            #expect(first.output.split(separator: "\n").allSatisfy { $0.hasPrefix("network ") }, "\(first.output)")
+            #expect(try await origin.requests() == 3)
+            // The first host's downloads were uploaded before it exited: the second host's loads are shared hits.
+            let secondStore = makeTemporaryDirectory() + "/store"
+            let second = try await Self.admin(["--store", secondStore, "fetch", "--shared-tier", tier] + urls)
+            #expect(second.status == 0, "\(second.standardError)")
+            let lines = second.output.split(separator: "\n")
+            #expect(lines.count == 3 && lines.allSatisfy { $0.hasPrefix("shared ") }, "\(second.output)")
+            #expect(try await origin.requests() == 3, "every URL reached the origin once for both hosts")
+            let warmed = try Self.openReadOnly(secondStore)
+            defer { warmed.close() }
+            #expect(try warmed.image(for: urls[1])?.data == (try Fixtures.image("photo-baseline.jpg")))
+        }
+    }
+
+    @Test(.enabled(if: Tools.python3 != nil, "needs python3 on PATH for a local origin"))
+    func fetchWithAnUnreachableTierLoadsFromTheOrigin() async throws {
+        let origin = try LatencyOrigin()
+        let url = origin.base + "a/shapes.png"
+        let result = try await Self.admin(["--store", makeTemporaryDirectory() + "/store", "fetch", "--shared-tier",
+                                           "http://127.0.0.1:1/imgstore", url])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.output.hasPrefix("network "), "\(result.output)")
+        #expect(try await origin.requests() == 1)
+    }
+
     // MARK: - stats
 
     @Test func statsReportsTheTiersObjectsAndPromtoolAcceptsTheGauges() async throws {
