@@ -247,13 +247,19 @@ struct SharedTierCommandTests {
 
     // MARK: - stats
 
-    @Test func statsReportsTheTiersObjectsAndPromtoolAcceptsTheGauges() async throws {
+    /// A demo store (the 7 sample images) exported to `server`'s tier: its path and the tier's URL.
+    static func exportedDemoStore(_ server: S3Server) async throws -> (store: String, url: String) {
+        let store = makeTemporaryDirectory() + "/store"
+        try AdminBinary.makeDemoStore(store)
+        let url = bucketURL(server)
+        let export = try await admin(["--store", store, "export", "--to-shared-tier", url])
+        guard export.status == 0 else { throw AdminTestError(message: "export --to-shared-tier failed: \(export.standardError)") }
+        return (store, url)
+    }
+
+    @Test func statsReportsTheTiersObjectsAndBytes() async throws {
         try await S3Server.with { server in
-            let store = makeTemporaryDirectory() + "/store"
-            try AdminBinary.makeDemoStore(store)
-            let url = Self.bucketURL(server)
-            let export = try await Self.admin(["--store", store, "export", "--to-shared-tier", url])
-            #expect(export.status == 0, "\(export.standardError)")
+            let (store, url) = try await Self.exportedDemoStore(server)
             let bytes = try Fixtures.images().reduce(0) { $0 + $1.data.count }
 
             let text = try await Self.admin(["--store", store, "stats", "--shared-tier", url])
@@ -272,11 +278,7 @@ struct SharedTierCommandTests {
     @Test(.enabled(if: Tools.find("promtool") != nil, "needs promtool on PATH (Debian package prometheus, Tools/install-deps.sh)"))
     func statsPrometheusWithTheTierPassesPromtool() async throws {
         try await S3Server.with { server in
-            let store = makeTemporaryDirectory() + "/store"
-            try AdminBinary.makeDemoStore(store)
-            let url = Self.bucketURL(server)
-            let export = try await Self.admin(["--store", store, "export", "--to-shared-tier", url])
-            #expect(export.status == 0, "\(export.standardError)")
+            let (store, url) = try await Self.exportedDemoStore(server)
             let prometheus = try await Self.admin(["--store", store, "stats", "--prometheus", "--shared-tier", url])
             #expect(prometheus.status == 0, "\(prometheus.standardError)")
             #expect(prometheus.output.contains("imgstore_shared_tier_objects{prefix=\"imgstore/\",tier=\"\(url)\"} 7\n"))
