@@ -6,8 +6,10 @@ import SharedTierTestSupport
 import Testing
 
 /// `warm --shared-tier`, `export --to-shared-tier` and `stats --shared-tier`, run as the built
-/// binary (the release build in CI) against a real SeaweedFS per test.
-@Suite(.enabled(if: S3Server.available, S3Server.unavailableReason), .timeLimit(.minutes(3)))
+/// binary (the release build in CI) against a real SeaweedFS per test. The time limit is a
+/// safety net, generous because a test may wait for one of the process's 3 server slots behind
+/// SharedTierTests' servers in a full `swift test`.
+@Suite(.enabled(if: S3Server.available, S3Server.unavailableReason), .timeLimit(.minutes(10)))
 struct SharedTierCommandTests {
     /// The tool's environment for `server`'s bucket: its credentials, nothing else of ours.
     static func environment(secret: String = S3Server.credentials.secretAccessKey) -> [String: String] {

@@ -56,7 +56,7 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: store))
     }
 
-    @Test(.enabled(if: S3Server.available, S3Server.unavailableReason), .timeLimit(.minutes(3)))
+    @Test(.enabled(if: S3Server.available, S3Server.unavailableReason), .timeLimit(.minutes(10)))
     func refusedCredentialsAre77AndAnUnknownBucket69() async throws {
         try await S3Server.with { server in
             let store = makeTemporaryDirectory() + "/store"
