@@ -230,6 +230,8 @@ struct SharedTierCommandTests {
             let lines = second.output.split(separator: "\n")
             #expect(lines.count == 3 && lines.allSatisfy { $0.hasPrefix("shared ") }, "\(second.output)")
             #expect(try await origin.requests() == 3, "every URL reached the origin once for both hosts")
+            #expect(first.standardError == "imgstore-admin fetch: shared tier: 0 hits, 3 absent, 0 skipped by the breaker, 3 stored, 0 lost races (412), 0 errors\n")
+            #expect(second.standardError == "imgstore-admin fetch: shared tier: 3 hits, 0 absent, 0 skipped by the breaker, 0 stored, 0 lost races (412), 0 errors\n")
             let warmed = try Self.openReadOnly(secondStore)
             defer { warmed.close() }
             #expect(try warmed.image(for: urls[1])?.data == (try Fixtures.image("photo-baseline.jpg")))
@@ -245,6 +247,9 @@ struct SharedTierCommandTests {
         #expect(result.status == 0, "\(result.standardError)")
         #expect(result.output.hasPrefix("network "), "\(result.output)")
         #expect(try await origin.requests() == 1)
+        // The lookup and the upload of the download both failed to connect.
+        #expect(result.standardError == "imgstore-admin fetch: shared tier: 0 hits, 0 absent, 0 skipped by the breaker, 0 stored, 0 lost races (412), 2 errors (unreachable 2)\n",
+                "\(result.standardError)")
     }
 
     // MARK: - stats

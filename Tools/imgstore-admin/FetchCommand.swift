@@ -21,7 +21,9 @@ enum FetchCommand: AdminCommand {
 
             With --shared-tier URL the loader asks the fleet's tier between the store and the origin
             ("shared": a fresh hit, validated and stored), and uploads what it downloads to the tier; the
-            tool waits for those uploads before it exits. A tier that is down or refuses the credentials is a
+            tool waits for those uploads before it exits, then prints what the tier did on stderr:
+              shared tier: H hits, A absent, S skipped by the breaker, P stored, L lost races (412), E errors (KIND N, ...)
+            (errors count failed lookups and uploads alike). A tier that is down or refuses the credentials is a
             miss (the origin answers); its circuit breaker skips it after 5 consecutive outages. A bad URL
             or an unset credential variable is a usage error (64).
             """)
@@ -56,6 +58,7 @@ enum FetchCommand: AdminCommand {
                 context.print("failed      \(Describe.escaped(url)): \(Describe.escaped(error.description))")
             }
         }
+        if let tier { Output.standardError("imgstore-admin fetch: \(SharedTierOptions.summary(tier.statistics))\n") }
         if failures > 0 {
             throw CommandFailure(code: .notFound, message: "\(failures) of \(urls.count) URLs failed to load")
         }

@@ -46,6 +46,13 @@ enum SharedTierOptions {
         return "\(s3.endpoint.absoluteString)/\(s3.bucket)"
     }
 
+    /// One line of what a tier did (`fetch --shared-tier` prints it on stderr).
+    static func summary(_ s: SharedTier.Statistics) -> String {
+        let kinds = s.errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+        return "shared tier: \(s.hits) hits, \(s.absent) absent, \(s.skipped) skipped by the breaker, \(s.uploadsStored) stored, "
+            + "\(s.preconditionFailed) lost races (412), \(s.errorCount) errors\(kinds.isEmpty ? "" : " (" + kinds.joined(separator: ", ") + ")")"
+    }
+
     /// `--concurrency N` (default 8).
     static func concurrency(_ arguments: ParsedArguments) throws(CommandFailure) -> Int {
         try Options.count("--concurrency", arguments, in: 1...256) ?? 8

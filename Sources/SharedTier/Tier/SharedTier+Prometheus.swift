@@ -5,25 +5,27 @@ extension PrometheusExposition {
     /// Adds a shared tier's statistics (`SharedTier.statistics`), with `labels` on every
     /// sample: every family is named `imgstore_shared_tier_…`.
     ///
-    /// Lookups are `hits_total` and `misses_total` by reason (`absent`: no object; `skipped`:
-    /// the breaker was open; `failed`: the request or the object's checks failed, also counted
-    /// in `errors_total` by kind). Writes are `puts_total` (objects stored),
+    /// Lookups are `hits_total` and `misses_total` (no object); requests the open breaker
+    /// skipped are `skipped_total`; every failed request (lookup, upload, refresh; a corrupt
+    /// object included) is in `errors_total` by kind. Writes are `puts_total` (objects stored),
     /// `precondition_failed_total` (412: another host won the race, not an error),
     /// `uploads_dropped_total` and `refreshes_total`. The breaker's state is one gauge per state,
     /// 1 for the current one.
     public mutating func append(_ statistics: SharedTier.Statistics, labels: [String: String] = [:]) {
         let s = statistics
         counter("shared_tier_hits_total", "Shared tier lookups that returned an entry.", labels, s.hits)
-        family("shared_tier_misses_total", .counter, "Shared tier lookups that returned no entry, by reason.", labels,
-               [(["reason": "absent"], Double(s.absent)), (["reason": "skipped"], Double(s.skipped)),
-                (["reason": "failed"], Double(s.errorCount))])
+        counter("shared_tier_misses_total",
+                "Shared tier lookups that found no object (failed ones are in errors_total, skipped ones in skipped_total).",
+                labels, s.absent)
+        counter("shared_tier_skipped_total", "Shared tier lookups and uploads skipped because the breaker was open.",
+                labels, s.skipped)
         counter("shared_tier_puts_total", "Objects written to the shared tier (created or replaced).", labels, s.uploadsStored)
         counter("shared_tier_precondition_failed_total",
                 "Shared tier writes that lost the race to another host (HTTP 412; not errors).", labels, s.preconditionFailed)
         counter("shared_tier_uploads_dropped_total", "Uploads dropped: the queue was full, or the metadata over 2 KB.",
                 labels, s.uploadsDropped)
         counter("shared_tier_refreshes_total", "Shared tier metadata refreshes written by copy-in-place.", labels, s.refreshes)
-        family("shared_tier_errors_total", .counter, "Failed shared tier requests, by kind.", labels,
+        family("shared_tier_errors_total", .counter, "Failed shared tier requests (lookups, uploads, refreshes), by kind.", labels,
                s.errors.sorted { $0.key < $1.key }.map { (["kind": $0.key], Double($0.value)) })
         gauge("shared_tier_queue_depth", "Uploads to the shared tier waiting or running.", labels, Double(s.queueDepth))
         let state: String

@@ -27,9 +27,8 @@ import Testing
         let lines = Set(Self.busy().prometheusExposition(labels: ["tier": "fleet"]).split(separator: "\n").map(String.init))
         for expected in [
             #"imgstore_shared_tier_hits_total{tier="fleet"} 7"#,
-            #"imgstore_shared_tier_misses_total{reason="absent",tier="fleet"} 3"#,
-            #"imgstore_shared_tier_misses_total{reason="skipped",tier="fleet"} 2"#,
-            #"imgstore_shared_tier_misses_total{reason="failed",tier="fleet"} 5"#,
+            #"imgstore_shared_tier_misses_total{tier="fleet"} 3"#,
+            #"imgstore_shared_tier_skipped_total{tier="fleet"} 2"#,
             #"imgstore_shared_tier_puts_total{tier="fleet"} 5"#,
             #"imgstore_shared_tier_precondition_failed_total{tier="fleet"} 6"#,
             #"imgstore_shared_tier_uploads_dropped_total{tier="fleet"} 1"#,
