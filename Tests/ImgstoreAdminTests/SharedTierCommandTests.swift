@@ -208,7 +208,7 @@ struct SharedTierCommandTests {
         #expect(both.standardError == "imgstore-admin export: export takes DIR or --to-shared-tier URL, not both (see imgstore-admin --help)\n")
         let neither = try await Self.admin(["--store", store, "export"])
         #expect(neither.status == 64)
-        #expect(neither.standardError == "imgstore-admin export: export needs DIR or --to-shared-tier URL (see imgstore-admin --help)\n")
+        #expect(neither.standardError == "imgstore-admin export: 'export' expects DIR, got 0 argument(s) (see imgstore-admin --help)\n")
     }
 
     // MARK: - fetch

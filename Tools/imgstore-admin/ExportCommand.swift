@@ -7,7 +7,7 @@ enum ExportCommand: AdminCommand {
     static let spec = CommandSpec(
         name: "export",
         summary: "Write every entry's image as a file in DIR, with a manifest.json that import --manifest reads back.",
-        arguments: "DIR | --to-shared-tier URL",
+        arguments: "DIR",
         options: [
             OptionSpec(name: "--force", help: "write into DIR even when it is not empty (files of the same name are replaced)"),
             OptionSpec(name: "--to-shared-tier", value: "URL", help: "push the entries to this shared tier instead: " + SharedTierOptions.urlHelp),
@@ -39,7 +39,7 @@ enum ExportCommand: AdminCommand {
             (without --force), or an entry could not be read (corrupt bytes: named on stderr, the rest is
             exported and listed); 64 usage error.
 
-            With --to-shared-tier URL (no DIR): pushes every live entry to the tier, --concurrency at a time,
+            With --to-shared-tier URL instead of DIR: pushes every live entry to the tier, --concurrency at a time,
             in the layout the loader's uploads use (the absolute expiry, the origin's validators). An entry
             the tier holds already is skipped: a HEAD finds it, or the create (If-None-Match: *) loses to
             another host with 412. The last line is
@@ -78,7 +78,8 @@ enum ExportCommand: AdminCommand {
             guard arguments.positionals.isEmpty else { throw ArgumentParser.usage("export takes DIR or --to-shared-tier URL, not both") }
             return try exportToTier(tier, arguments, context: context)
         }
-        guard let directory = arguments.positionals.first else { throw ArgumentParser.usage("export needs DIR or --to-shared-tier URL") }
+        // DIR is required unless --to-shared-tier is given: the parser's own message, as before.
+        guard let directory = arguments.positionals.first else { throw ArgumentParser.usage("'export' expects DIR, got 0 argument(s)") }
         let store = try context.openStore(.read)
         try prepare(directory, force: arguments.has("--force"))
         let entries = try CommandFailure.mapping { () throws(ImageStoreError) in try store.entries() }.sorted { $0.url < $1.url }
