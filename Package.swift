@@ -45,7 +45,7 @@ let package = Package(
         .target(name: "SharedTier", dependencies: ["CCrypto", "Locking", "ImageStore"]),
 
         // MARK: - Tools
-        .executableTarget(name: "imgstore-admin", dependencies: ["ImageStore"], path: "Tools/imgstore-admin"),
+        .executableTarget(name: "imgstore-admin", dependencies: ["ImageStore", "SharedTier"], path: "Tools/imgstore-admin"),
         .executableTarget(
             name: "imgstore-bench",
             dependencies: [
@@ -68,10 +68,14 @@ let package = Package(
         // One host of a fleet in its own process (the fleet test starts several).
         .executableTarget(
             name: "imgstore-loader-child", dependencies: ["ImageStore", "SharedTier"], path: "Tests/imgstore-loader-child"),
+        // A real SeaweedFS per test (Tools/s3-server.sh), for the tier's tests and the tool's.
+        .target(name: "SharedTierTestSupport", dependencies: ["SharedTier", "ImageStoreTestSupport", "Locking"],
+                path: "Tests/SharedTierTestSupport"),
         .testTarget(
-            name: "SharedTierTests", dependencies: ["SharedTier", "ImageStoreTestSupport", "Locking", "imgstore-loader-child"],
+            name: "SharedTierTests",
+            dependencies: ["SharedTier", "SharedTierTestSupport", "ImageStoreTestSupport", "Locking", "imgstore-loader-child"],
             exclude: ["Fixtures"]),
-        .testTarget(name: "ImgstoreAdminTests", dependencies: ["ImageStoreTestSupport", "imgstore-admin"]),
+        .testTarget(name: "ImgstoreAdminTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "SharedTierTestSupport", "SharedTier", "imgstore-admin"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -13,7 +13,7 @@ import Testing
         let commandLines = help.output.split(separator: "\n", omittingEmptySubsequences: false).drop { $0 != "commands:" }.dropFirst().prefix { !$0.isEmpty }
         let names = commandLines.map { $0.split(separator: " ").first.map(String.init) ?? "" }
         #expect(names == ["demo", "put", "get", "rm", "ls", "stats", "validate", "expire", "wal", "checkpoint", "fetch",
-                          "import", "export", "verify", "quarantine", "compact", "readers"])
+                          "import", "export", "warm", "verify", "quarantine", "compact", "readers"])
         let summaryColumns = Set(commandLines.map { line in
             let afterName = line.dropFirst(2).drop { $0 != " " }
             #expect(afterName.hasPrefix("  "), "at least two spaces after the name: \(line)")

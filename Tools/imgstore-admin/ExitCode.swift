@@ -15,6 +15,11 @@ struct ExitCode: RawRepresentable, Hashable {
     static let dataError = ExitCode(rawValue: 65)
     /// An I/O or storage error: cannot open, disk full, corrupt store (EX_IOERR).
     static let ioError = ExitCode(rawValue: 74)
+    /// The shared tier is unavailable: unreachable, timed out, failing (5xx), no such bucket,
+    /// or answering what S3 does not (EX_UNAVAILABLE).
+    static let unavailable = ExitCode(rawValue: 69)
+    /// The shared tier refused the credentials (EX_NOPERM).
+    static let noPermission = ExitCode(rawValue: 77)
 
     // MARK: verify (as fsck)
     /// Problems were found and all of them repaired.

@@ -8,8 +8,12 @@ enum ExportCommand: AdminCommand {
         name: "export",
         summary: "Write every entry's image as a file in DIR, with a manifest.json that import --manifest reads back.",
         arguments: "DIR",
-        options: [OptionSpec(name: "--force", help: "write into DIR even when it is not empty (files of the same name are replaced)")],
-        positional: 1...1,
+        options: [
+            OptionSpec(name: "--force", help: "write into DIR even when it is not empty (files of the same name are replaced)"),
+            OptionSpec(name: "--to-shared-tier", value: "URL", help: "push the entries to this shared tier instead: " + SharedTierOptions.urlHelp),
+            SharedTierOptions.prefixOption, SharedTierOptions.concurrencyOption, SharedTierOptions.timeoutOption,
+        ],
+        positional: 0...1,
         details: """
             DIR is created when missing. An existing DIR that is not empty is refused (exit 74) unless --force.
             Entries that have expired are left out. Works while another process writes to the store: the
@@ -34,6 +38,16 @@ enum ExportCommand: AdminCommand {
             Exit status: 0 every live entry exported; 74 DIR cannot be created or written, DIR is not empty
             (without --force), or an entry could not be read (corrupt bytes: named on stderr, the rest is
             exported and listed); 64 usage error.
+
+            With --to-shared-tier URL instead of DIR: pushes every live entry to the tier, --concurrency at a time,
+            in the layout the loader's uploads use (the absolute expiry, the origin's validators). An entry
+            the tier holds already is skipped: a HEAD finds it, or the create (If-None-Match: *) loses to
+            another host with 412. The last line is
+              exported U of N entries to URL (S already there, L expired or removed, D too large, F failed)
+            ("too large": the URL does not fit S3's 2 KB of metadata). Exit status: 0 every live entry is in
+            the tier; 69 the tier is unavailable (unreachable, timed out, 5xx, no such bucket), for the
+            listing or some uploads; 77 it refused the credentials; 65 some entries were too large; 74 an
+            entry could not be read; 64 usage error.
             """)
 
     static let manifestName = "manifest.json"
@@ -60,7 +74,12 @@ enum ExportCommand: AdminCommand {
     }
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
-        let directory = arguments.positionals[0]
+        if let tier = try SharedTierOptions.tier(arguments, option: "--to-shared-tier") {
+            guard arguments.positionals.isEmpty else { throw ArgumentParser.usage("export takes DIR or --to-shared-tier URL, not both") }
+            return try exportToTier(tier, arguments, context: context)
+        }
+        // DIR is required unless --to-shared-tier is given: the parser's own message, as before.
+        guard let directory = arguments.positionals.first else { throw ArgumentParser.usage("'export' expects DIR, got 0 argument(s)") }
         let store = try context.openStore(.read)
         try prepare(directory, force: arguments.has("--force"))
         let entries = try CommandFailure.mapping { () throws(ImageStoreError) in try store.entries() }.sorted { $0.url < $1.url }

@@ -1,6 +1,5 @@
 import Foundation
 import ImageStore
-import Synchronization
 
 /// `fetch URL...`: loads each URL through an `ImageLoader` into the store (to warm a store from ops).
 enum FetchCommand: AdminCommand {
@@ -11,6 +10,7 @@ enum FetchCommand: AdminCommand {
         options: [
             OptionSpec(name: "--timeout", value: "SECONDS", help: "per-download timeout, at most 86400 (default 30)"),
             OptionSpec(name: "--concurrency", value: "N", help: "downloads at once, 1 to 1024 (default 8)"),
+            SharedTierOptions.tierOption, SharedTierOptions.prefixOption, SharedTierOptions.timeoutOption,
         ],
         positional: 1...Int.max,
         details: """
@@ -18,19 +18,33 @@ enum FetchCommand: AdminCommand {
             stale), its size and dimensions, and the URL; or "failed" and the reason. Responses are
             stored with the TTL their caching headers give. A stale image (origin unreachable or 5xx)
             counts as loaded. Exit status 0 when every URL loaded, 1 when any failed.
+
+            With --shared-tier URL the loader asks the fleet's tier between the store and the origin
+            ("shared": a fresh hit, validated and stored), and uploads what it downloads to the tier; the
+            tool waits for those uploads before it exits, then prints what the tier did on stderr:
+              shared tier: H hits, A absent, S skipped by the breaker, P stored, L lost races (412), E errors (KIND N, ...)
+            (errors count failed lookups and uploads alike). A tier that is down or refuses the credentials is a
+            miss (the origin answers); its circuit breaker skips it after 5 consecutive outages. A bad URL
+            or an unset credential variable is a usage error (64).
             """)
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         var configuration = ImageLoader.Configuration()
         if let seconds = try Options.seconds("--timeout", arguments, limit: 86_400) { configuration.timeout = seconds }
         if let count = try Options.count("--concurrency", arguments, in: 1...1024) { configuration.maxConcurrentDownloads = count }
+        let tier = try SharedTierOptions.tier(arguments, breaker: true)
         let store = try context.openStore(.create)
         defer { store.close() }
         let loader = try CommandFailure.mapping { () throws(ImageStoreError) in
-            try ImageLoader(store: store, configuration: configuration)
+            try ImageLoader(store: store, configuration: configuration, sharedTier: tier)
         }
         let urls = arguments.positionals
-        let results = wait { await loadAll(urls, with: loader) }
+        let results = AsyncBridge.wait {
+            let results = await loadAll(urls, with: loader)
+            // The loader's uploads to the tier run in the background: let them land.
+            await tier?.waitForUploads()
+            return results
+        }
         var failures = 0
         for (url, result) in zip(urls, results) {
             switch result {
@@ -44,6 +58,7 @@ enum FetchCommand: AdminCommand {
                 context.print("failed      \(Describe.escaped(url)): \(Describe.escaped(error.description))")
             }
         }
+        if let tier { Output.standardError("imgstore-admin fetch: \(SharedTierOptions.summary(tier.statistics))\n") }
         if failures > 0 {
             throw CommandFailure(code: .notFound, message: "\(failures) of \(urls.count) URLs failed to load")
         }
@@ -84,22 +99,4 @@ enum FetchCommand: AdminCommand {
             return .failure(error)
         }
     }
-
-    /// Runs `body` on the global executor and blocks this (main) thread until it returns.
-    private static func wait<R: Sendable>(_ body: @escaping @Sendable () async -> R) -> R {
-        let box = ResultBox<R>()
-        let done = DispatchSemaphore(value: 0)
-        Task.detached {
-            let result = await body()
-            box.value.withLock { $0 = result }
-            done.signal()
-        }
-        done.wait()
-        return box.value.withLock { $0! }
-    }
-}
-
-/// Carries a result from the detached task back to the blocked main thread.
-private final class ResultBox<R: Sendable>: Sendable {
-    let value = Mutex<R?>(nil)
 }

@@ -9,6 +9,7 @@ enum StatsCommand: AdminCommand {
         options: [
             OptionSpec(name: "--json", help: "print one JSON object"),
             OptionSpec(name: "--prometheus", help: "print the store's gauges in Prometheus' text format (node_exporter's textfile collector)"),
+            SharedTierOptions.tierOption, SharedTierOptions.prefixOption, SharedTierOptions.timeoutOption,
         ],
         positional: 0...0,
         details: """
@@ -20,6 +21,15 @@ enum StatsCommand: AdminCommand {
             textfile collector reads (write to a temporary file and rename it, so the collector never
             reads half a file). A service exports its counters itself, with
             StoreMetrics.prometheusExposition().
+
+            With --shared-tier URL, also lists the tier under the prefix (every page: this takes a
+            request per 1000 objects) and reports its objects and their bytes: a "shared tier:" line,
+            "sharedTier": {"bytes", "objects", "prefix", "url"} in --json, and the gauges
+            imgstore_shared_tier_objects and imgstore_shared_tier_object_bytes (labelled tier="URL",
+            prefix="P") with --prometheus. A service exports the tier's counters (hits, misses, PUTs,
+            412s, errors by kind, breaker state, queue depth) itself, with
+            SharedTier.Statistics.prometheusExposition(). Exits 69 when the tier is unavailable, 77
+            when it refuses the credentials.
             """)
 
     /// The `--json` object: facts about the store, none about this process.
@@ -38,19 +48,30 @@ enum StatsCommand: AdminCommand {
         var mapSize: Int
         var maxMapSize: Int
         @Nullable var maxDiskBytes: Int?
+        /// Present only with --shared-tier.
+        var sharedTier: TierContents?
     }
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         if arguments.has("--json") && arguments.has("--prometheus") {
             throw ArgumentParser.usage("--json and --prometheus cannot be used together")
         }
+        let tier = try SharedTierOptions.tier(arguments)
         let store = try context.openStore(.read)
+        var contents: TierContents?
+        if let tier { contents = try AsyncBridge.wait { await Self.contents(of: tier) }.get() }
         if arguments.has("--prometheus") {
-            let text = store.metrics.prometheusExposition(labels: ["store": store.path], scope: .storeGauges)
-            context.print(String(text.dropLast()))  // print adds the final newline
+            var exposition = PrometheusExposition()
+            exposition.append(store.metrics, labels: ["store": store.path], scope: .storeGauges)
+            if let contents {
+                exposition.appendSharedTierContents(objects: contents.objects, bytes: contents.bytes,
+                                                    labels: ["tier": contents.url, "prefix": contents.prefix])
+            }
+            context.print(String(exposition.text.dropLast()))  // print adds the final newline
             return
         }
-        let facts = try facts(of: store)
+        var facts = try facts(of: store)
+        facts.sharedTier = contents
         context.print(arguments.has("--json") ? JSONOutput.line(facts) : describe(facts))
     }
 
@@ -65,7 +86,7 @@ enum StatsCommand: AdminCommand {
         data file:     \(stats.dataFileBytes) bytes on disk, \(stats.usedBytes) in use
         occupied:      \(stats.occupiedBytes) bytes of pages\(stats.maxDiskBytes.map { " of a \($0)-byte budget" } ?? " (no disk budget)")
         map size:      \(stats.mapSize) (max \(stats.maxMapSize))
-        """
+        """ + (stats.sharedTier.map { "\nshared tier:   \($0.url) prefix \($0.prefix): \($0.objects) objects, \($0.bytes) bytes" } ?? "")
     }
 
     /// The blocks allocated to every file directly in `directory`.

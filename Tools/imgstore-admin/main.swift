@@ -6,7 +6,7 @@ import ImageStore
 let commands: [any AdminCommand.Type] = [
     DemoCommand.self, PutCommand.self, GetCommand.self, RemoveCommand.self, ListCommand.self, StatsCommand.self,
     ValidateCommand.self, ExpireCommand.self, LogStatusCommand.self, CheckpointCommand.self,
-    FetchCommand.self, ImportCommand.self, ExportCommand.self, VerifyCommand.self, QuarantineCommand.self, CompactCommand.self,
+    FetchCommand.self, ImportCommand.self, ExportCommand.self, WarmCommand.self, VerifyCommand.self, QuarantineCommand.self, CompactCommand.self,
     ReadersCommand.self,
 ]
 
@@ -38,7 +38,9 @@ let topLevelHelp = """
       64  usage error
       65  bad input data (not an image, too large, malformed URL)
       66  no store at the --store path (read commands and rm, checkpoint, compact, expire create none)
+      69  the shared tier is unavailable (unreachable, timed out, 5xx, no such bucket)
       74  I/O or storage error (cannot open, disk full, corrupt store, standard output not writable)
+      77  the shared tier refused the credentials
     verify exits as fsck does: 0 no problems, 1 all repaired, 4 problems left,
       8 operational error, 16 usage error
     """

@@ -88,18 +88,18 @@ public struct PrometheusExposition: Sendable {
 
     // MARK: - Families
 
-    private enum Kind: String { case counter, gauge, histogram }
+    package enum Kind: String { case counter, gauge, histogram }
 
-    private mutating func counter(_ name: String, _ help: String, _ labels: [String: String], _ value: Int) {
+    package mutating func counter(_ name: String, _ help: String, _ labels: [String: String], _ value: Int) {
         family(name, .counter, help, labels, [([:], Double(value))])
     }
 
-    private mutating func gauge(_ name: String, _ help: String, _ labels: [String: String], _ value: Double) {
+    package mutating func gauge(_ name: String, _ help: String, _ labels: [String: String], _ value: Double) {
         family(name, .gauge, help, labels, [([:], value)])
     }
 
     /// A family's HELP and TYPE lines and its samples (none: the lines alone, which is valid).
-    private mutating func family(_ name: String, _ kind: Kind, _ help: String, _ labels: [String: String],
+    package mutating func family(_ name: String, _ kind: Kind, _ help: String, _ labels: [String: String],
                                  _ samples: [([String: String], Double)]) {
         guard kind == .gauge || !storeOnly else { return }
         header(name, kind, help)

@@ -2,33 +2,34 @@ import Foundation
 import ImageStoreTestSupport
 import Locking
 import Testing
-@testable import SharedTier
+import SharedTier
 
-/// A real SeaweedFS S3 server for one test, run by `Tools/s3-server.sh` on 127.0.0.1 ports
+/// A real SeaweedFS S3 server for one test (SharedTierTests, and ImgstoreAdminTests' runs of
+/// the tool against a tier), run by `Tools/s3-server.sh` on 127.0.0.1 ports
 /// of its own, in a temporary directory removed afterwards: one `weed mini` process, or a
 /// cluster (1 master, 3 volume servers with replication 001, a filer with S3).
-final class S3Server: Sendable {
-    enum Kind: Sendable {
+package final class S3Server: Sendable {
+    package enum Kind: Sendable {
         case mini, cluster
     }
 
     /// Whether `weed` is on PATH (Tools/install-deps.sh installs it); the server tests are
     /// disabled with this reason otherwise.
-    static let available = LoopMount.tool("weed") != nil && LoopMount.tool("curl") != nil
-    static let unavailableReason: Comment = "SeaweedFS (weed) or curl is not on PATH: run Tools/install-deps.sh"
+    package static let available = LoopMount.tool("weed") != nil && LoopMount.tool("curl") != nil
+    package static let unavailableReason: Comment = "SeaweedFS (weed) or curl is not on PATH: run Tools/install-deps.sh"
 
-    static let credentials = S3Credentials(accessKeyID: "imgstore-test-key", secretAccessKey: "imgstore-test-secret")
-    static let bucket = "imgstore"
+    package static let credentials = S3Credentials(accessKeyID: "imgstore-test-key", secretAccessKey: "imgstore-test-secret")
+    package static let bucket = "imgstore"
     /// Generous timeouts for the tests that are not about timeouts: a fresh server's first
     /// writes (volume allocation) took over a second on a loaded 2-core machine.
-    static let connectTimeout = Duration.seconds(5)
-    static let requestTimeout = Duration.seconds(10)
+    package static let connectTimeout = Duration.seconds(5)
+    package static let requestTimeout = Duration.seconds(10)
 
-    let kind: Kind
-    let directory: String
-    let port: Int
-    var s3Port: Int { kind == .mini ? port + 3 : port + 6 }
-    var endpoint: URL { URL(string: "http://127.0.0.1:\(s3Port)")! }
+    package let kind: Kind
+    package let directory: String
+    package let port: Int
+    package var s3Port: Int { kind == .mini ? port + 3 : port + 6 }
+    package var endpoint: URL { URL(string: "http://127.0.0.1:\(s3Port)")! }
 
     private init(kind: Kind, directory: String, port: Int) {
         self.kind = kind
@@ -41,7 +42,7 @@ final class S3Server: Sendable {
     ///
     /// At most `ServerSlots.limit` servers run at once in this process: each takes about
     /// 120 MiB and a second of CPU to start, on a 2-core machine that others share.
-    static func with<R: Sendable>(_ kind: Kind = .mini, _ body: (S3Server) async throws -> R) async throws -> R {
+    package static func with<R: Sendable>(_ kind: Kind = .mini, _ body: (S3Server) async throws -> R) async throws -> R {
         await ServerSlots.shared.acquire()
         defer { ServerSlots.shared.release() }
         let server = try await start(kind)
@@ -56,13 +57,13 @@ final class S3Server: Sendable {
     }
 
     /// A client for this server (default: the server's own credentials and bucket).
-    func client(credentials: S3Credentials = S3Server.credentials, bucket: String = S3Server.bucket,
+    package func client(credentials: S3Credentials = S3Server.credentials, bucket: String = S3Server.bucket,
                 connectTimeout: Duration = S3Server.connectTimeout, requestTimeout: Duration = S3Server.requestTimeout) throws -> S3Client {
         try S3Client(configuration: configuration(credentials: credentials, bucket: bucket,
                                                   connectTimeout: connectTimeout, requestTimeout: requestTimeout))
     }
 
-    func configuration(credentials: S3Credentials = S3Server.credentials, bucket: String = S3Server.bucket,
+    package func configuration(credentials: S3Credentials = S3Server.credentials, bucket: String = S3Server.bucket,
                        connectTimeout: Duration = S3Server.connectTimeout, requestTimeout: Duration = S3Server.requestTimeout) -> S3Configuration {
         S3Configuration(endpoint: endpoint, bucket: bucket, credentials: credentials,
                         connectTimeout: connectTimeout, requestTimeout: requestTimeout)
@@ -85,7 +86,7 @@ final class S3Server: Sendable {
     }
 
     /// Starts the server again in the same directory and ports (after `kill()`), keeping its data.
-    func restart() async throws {
+    package func restart() async throws {
         let result = try await script(startCommand, String(port))
         guard result.status == 0 else {
             throw S3ServerError(message: "Tools/s3-server.sh \(startCommand) (restart) exited \(result.status): \(result.standardError)")
@@ -93,7 +94,7 @@ final class S3Server: Sendable {
     }
 
     /// Stops the server (TERM, then KILL after 5 s) and removes its directory.
-    func stop() async throws {
+    package func stop() async throws {
         let result = try await script("stop")
         try? FileManager.default.removeItem(atPath: directory)
         guard result.status == 0 else {
@@ -105,7 +106,7 @@ final class S3Server: Sendable {
 
     /// The pid of process `name` (`weed` for a mini server; `master`, `volume-1`…`volume-3`,
     /// `filer` for a cluster), from the script's pid file.
-    func pid(_ name: String = "weed") throws -> pid_t {
+    package func pid(_ name: String = "weed") throws -> pid_t {
         let text = try String(contentsOfFile: directory + "/\(name).pid", encoding: .utf8)
         guard let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw S3ServerError(message: "weed.pid holds '\(text)'")
@@ -114,14 +115,14 @@ final class S3Server: Sendable {
     }
 
     /// Sends `signal` to the server process (`name`: see `pid(_:)`).
-    func signal(_ signal: Int32, to name: String = "weed") throws {
+    package func signal(_ signal: Int32, to name: String = "weed") throws {
         let pid = try pid(name)
         guard Glibc.kill(pid, signal) == 0 else { throw S3ServerError(message: "kill(\(pid), \(signal)) failed: errno \(errno)") }
     }
 
     /// Kills process `name` with SIGKILL, waits until it is gone and removes its pid file
     /// (so `stop()` does not signal a pid that may be reused; `restart()` starts it anew).
-    func kill(_ name: String = "weed") async throws {
+    package func kill(_ name: String = "weed") async throws {
         let pid = try pid(name)
         try signal(SIGKILL, to: name)
         while Glibc.kill(pid, 0) == 0 { try await Task.sleep(for: .milliseconds(20)) }
@@ -141,12 +142,12 @@ final class S3Server: Sendable {
 }
 
 /// A counting semaphore for servers, waited on without blocking a thread.
-final class ServerSlots: Sendable {
-    static let limit = 3
-    static let shared = ServerSlots()
+package final class ServerSlots: Sendable {
+    package static let limit = 3
+    package static let shared = ServerSlots()
     private let state = LockedValue<(free: Int, waiters: [CheckedContinuation<Void, Never>])>((limit, []))
 
-    func acquire() async {
+    package func acquire() async {
         await withCheckedContinuation { continuation in
             let granted = state.withLock { state -> Bool in
                 guard state.free > 0 else {
@@ -160,7 +161,7 @@ final class ServerSlots: Sendable {
         }
     }
 
-    func release() {
+    package func release() {
         // A waiter inherits the slot; only when none waits does the count go back up.
         let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard !state.waiters.isEmpty else {
@@ -173,19 +174,20 @@ final class ServerSlots: Sendable {
     }
 }
 
-struct S3ServerError: Error, CustomStringConvertible {
-    var message: String
-    var description: String { message }
+package struct S3ServerError: Error, CustomStringConvertible {
+    package var message: String
+    package var description: String { message }
+    package init(message: String) { self.message = message }
 }
 
 /// Hands out port ranges for servers: `PORT…PORT+6` and `PORT+10000…PORT+10006`, all below
 /// Linux's ephemeral range (32768), starting at a random offset so two test processes
 /// rarely collide (and `S3Server.start` retries when they do). A range whose ports are
 /// bound already is passed over.
-enum PortRanges {
+package enum PortRanges {
     private static let cursor = LockedValue(Int.random(in: 0..<1200))
 
-    static func next() -> Int {
+    package static func next() -> Int {
         while true {
             let port = cursor.withLock { cursor -> Int in
                 cursor = (cursor + 1) % 1200
@@ -213,8 +215,8 @@ enum PortRanges {
 
 /// Runs a process to its end (through the test support's `ChildProcess`, which avoids
 /// `Foundation.Process`) on a thread of its own, so no Swift concurrency thread blocks.
-enum AsyncProcess {
-    static func run(_ executable: String, _ arguments: [String], environment: [String: String]) async throws -> ProcessResult {
+package enum AsyncProcess {
+    package static func run(_ executable: String, _ arguments: [String], environment: [String: String]) async throws -> ProcessResult {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
                 continuation.resume(with: Result { try ChildProcess.run(executable, arguments, environment: environment) })
