@@ -135,12 +135,16 @@ import Testing
         return (refused, acknowledged)
     }
 
-    /// `verify(repair:)` saves every entry in `readable`; the store then verifies clean and takes writes.
+    /// `verify(repair:)` saves every entry in `readable`; the store then takes writes at once,
+    /// and after a reopen verifies clean.
     private func checkRepairSaves(_ store: String, readable: Set<Int>, damage: String, salvaged: Bool) throws {
         let repairing = try ImageStore(path: store, configuration: makeConfiguration())
         let report = try repairing.verify(ImageStore.VerifyOptions(repair: true))
         if salvaged { #expect(report.problems.contains { $0.kind == .damagedTree }, "\(report.problems): \(damage)") }
         #expect(report.unrepaired.isEmpty, "\(report.problems): \(damage)")
+        // The repaired store takes writes again at once, without a reopen.
+        try repairing.put(Self.blob(8), for: "https://tree.test/repaired.bin")
+        #expect(try repairing.get("https://tree.test/repaired.bin")?.data == Self.blob(8))
         repairing.close()
         let repaired = try ImageStore(path: store, configuration: makeConfiguration())
         defer { repaired.close() }
