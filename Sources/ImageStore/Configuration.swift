@@ -21,7 +21,8 @@ extension ImageStore {
         public var maxReaders: Int = 510
         /// Maps the normalised URL to the key entries are found by, e.g. to drop the
         /// signature parameters of signed CDN URLs. Default: the normalised URL itself.
-        /// Must be deterministic; changing it orphans existing entries.
+        /// Must be deterministic; changing it orphans existing entries (`verify` reports them as
+        /// `wrong-key`, and `--repair` moves them to the quarantine).
         public var keyFunction: (@Sendable (String) -> String)?
         /// What `put` does with bytes that are not a valid image. Default `.rejectInvalid`.
         public var validation: ValidationPolicy = .rejectInvalid

@@ -76,7 +76,9 @@ extension ImageStore {
 
     func prepareRemoveAll(durability: Durability) throws(ImageStoreError) -> PreparedWrite {
         try checkOpen()
-        return PreparedWrite(path: try writePath(), entry: .deleteAll, durability: try resolved(durability), record: nil)
+        let writes = try writePath()
+        try tier.checkAcceptingWrites()
+        return PreparedWrite(path: writes, entry: .deleteAll, durability: try resolved(durability), record: nil)
     }
 
     /// Checks that the tree takes a put's record where it goes, and forgets the entry's

@@ -22,7 +22,8 @@ struct ExitCode: RawRepresentable, Hashable {
     static let noPermission = ExitCode(rawValue: 77)
 
     // MARK: verify (as fsck)
-    /// Problems were found and all of them repaired.
+    /// Problems were found and all of them repaired: the store is consistent again (fsck's
+    /// "errors corrected"), also after a salvage that lost the entries on damaged pages.
     static let verifyRepaired = ExitCode(rawValue: 1)
     /// Problems were found and some are left.
     static let verifyProblemsLeft = ExitCode(rawValue: 4)

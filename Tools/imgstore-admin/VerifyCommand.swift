@@ -17,9 +17,14 @@ enum VerifyCommand: AdminCommand {
             Without --repair the store is opened read-only: it is safe while a service writes to it
             (it reads snapshots in short chunks and never takes the writer lock).
 
+            With a custom key function (ImageStore.Configuration.keyFunction) only the cache key's
+            hash is checked: this tool cannot run that function, so a damaged URL outside the cache
+            key is found by the library's verify() only.
+
             exit status (as fsck):
               0   no problems
-              1   problems found, and all of them repaired
+              1   problems found, and all of them repaired: the store is consistent again
+                  (a damaged tree's salvage too, when it lost entries: it says how many)
               4   problems left
               8   operational error (cannot open the store, I/O error)
               16  usage error

@@ -9,8 +9,11 @@ extension DurableTier {
     /// of acknowledging one that would then stop the applier and every later open as the writer.
     ///
     /// Damage elsewhere (a page the write never reads) does not stop the write: it can be applied.
-    /// - Throws: `corruptStore` (LMDB's damage codes, keys out of order, a buffer outside the file).
+    /// Damage on LMDB's free list, which every commit reads, stops every write (`checkFreeList`).
+    /// - Throws: `corruptStore` (LMDB's damage codes, keys out of order, a buffer outside the file;
+    ///   a damaged free list).
     func checkWritable(cacheKey: String, record: EntryRecord?) throws(ImageStoreError) {
+        try checkAcceptingWrites()
         try reading("checking that the store can take the write") { txn in
             let existing = try locate(cacheKey, in: txn)
             let key = try existing?.key ?? freeSlot(for: cacheKey, in: txn)
@@ -20,6 +23,30 @@ extension DurableTier {
                 try Self.descend(to: Self.accessRow(touched, key: key), of: access, in: txn)
             }
             _ = try logicalBytes(in: txn)
+        }
+    }
+
+    /// Throws `writeRefusal`, the damage that stops every write, if there is one: the check
+    /// every write (a `removeAll` too) makes before it is logged. One lock, no I/O.
+    func checkAcceptingWrites() throws(ImageStoreError) {
+        if let refusal = writeRefusal.withLock({ $0 }) { throw refusal }
+    }
+
+    /// Reads LMDB's free list whole and checks it (`Transaction.checkFreeList`), setting or
+    /// clearing `writeRefusal`. Every commit reads the free list, so when it is damaged no write
+    /// can be applied: the store then refuses every write with `corruptStore` before logging it,
+    /// and reads (which never read the free list) go on. Run at a writable open and after a
+    /// salvage replaced the data file; small and cheap (the list holds page numbers only).
+    /// - Throws: errors that are not damage (`storage`: an I/O error reading it).
+    func checkFreeList() throws(ImageStoreError) {
+        do {
+            _ = try reading("checking LMDB's free list") { txn in try txn.checkFreeList() }
+            writeRefusal.withLock { $0 = nil }
+        } catch {
+            guard case let .corruptStore(path, detail) = error else { throw error }
+            let refusal = ImageStoreError.corruptStore(
+                path: path, detail: "\(detail); every write is refused (reads go on): run `imgstore-admin verify --repair`, which copies the readable entries into a fresh data file")
+            writeRefusal.withLock { $0 = refusal }
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import LMDB
+import Locking
 
 /// The LMDB side of the store: entries and blobs in one environment, laid out as
 /// `StoreFormat.swift` describes. Reads run on the caller's thread in their own snapshot;
@@ -20,6 +21,9 @@ final class DurableTier: Sendable {
     let isReadOnly: Bool
     /// The URL hash (`Configuration.keyHasher`): an entry's key is this of its cache key.
     let keyHasher: @Sendable (String) -> [UInt8]
+    /// Why every write is refused before it is logged (`corruptStore`: LMDB's free list is
+    /// damaged, so no commit can succeed); nil while writes are taken. See DurableTier+WriteCheck.swift.
+    let writeRefusal = LockedValue<ImageStoreError?>(nil)
 
     private init(environment: Environment, path: String, maxMapSize: Int, databases: [Database],
                  keyHasher: @escaping @Sendable (String) -> [UInt8]) {
@@ -92,6 +96,7 @@ final class DurableTier: Sendable {
             if isNew { try StoreCreation.makeDurable(environment, path: path, fileSystem: configuration.logFileSystem) }
             let tier = DurableTier(environment: environment, path: path, maxMapSize: options.maxMapSize,
                                    databases: databases, keyHasher: configuration.keyHasher)
+            if !readOnly { try tier.checkFreeList() }
             return (tier, writerLock)
         } catch {
             throw .from(error, path: path, operation: "reading the store's metadata", maxMapSize: options.maxMapSize)
@@ -225,6 +230,8 @@ final class DurableTier: Sendable {
     func availableBytes() throws(ImageStoreError) -> Int {
         do {
             let stats = try environment.statistics()
+            // A damaged free list cannot be read; no write is taken then (`writeRefusal`).
+            if writeRefusal.withLock({ $0 != nil }) { return maxMapSize - stats.usedBytes }
             let free = try environment.read { txn in
                 try txn.freePageCount(freedBefore: environment.oldestReaderTransaction())
             }

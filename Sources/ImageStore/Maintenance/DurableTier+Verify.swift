@@ -20,6 +20,10 @@ extension DurableTier {
         var validation: ValidationMode? = .structure
         var chunkSize = 512
         var onProgress: (Int) -> Void = { _ in }
+        /// The configuration's key function (`Configuration.keyFunction`), when there is one: an
+        /// entry's cache key must then be this of its URL. Without it, a record whose cache key
+        /// differs from its URL cannot be re-derived, and only its key's hash is checked.
+        var keyFunction: (@Sendable (String) -> String)?
     }
 
     /// Checks every entry, blob, index row and counter; returns what is wrong.
@@ -38,6 +42,9 @@ extension DurableTier {
             }
             if keyBytes.count != StoreFormat.entryKeyByteCount || !keyBytes.starts(with: keyHasher(record.cacheKey)) {
                 findings.append(Finding(problem: problem(.wrongKey, record.url, "the entry's key \(Self.hex(key)) is not the hash of its URL, so no lookup reaches it"),
+                                        entryKey: keyBytes, fix: .quarantineEntry))
+            } else if let keyFunction = options.keyFunction, keyFunction(record.url) != record.cacheKey {
+                findings.append(Finding(problem: problem(.wrongKey, record.url, "the entry's cache key is not the configured key function's of its URL, so no lookup reaches it"),
                                         entryKey: keyBytes, fix: .quarantineEntry))
             }
             guard let blob = try txn.get(blobs, key: key) else {
@@ -86,7 +93,7 @@ extension DurableTier {
             }
         }
         // Every write reads LMDB's free list; damage there stops all writes, so it is checked too.
-        _ = try reading("checking LMDB's free list") { txn in try txn.freePageCount() }
+        _ = try reading("checking LMDB's free list") { txn in try txn.checkFreeList() }
         let (counted, summed) = try reading("checking counters") { txn in
             var sum = 0
             try txn.scan(entries) { _, value in

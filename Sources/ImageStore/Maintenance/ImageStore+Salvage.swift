@@ -9,7 +9,10 @@ extension ImageStore {
     /// any moment leaves the old or the new data file whole (the next open removes the
     /// left-over directory). Runs on the writer queue, after the log settled, so applied-seq
     /// is the applier's and nothing is applied meanwhile.
-    /// - Returns: the problem as `verify` reports it, repaired, saying what was saved and lost.
+    /// - Returns: the problem as `verify` reports it, saying what was saved and lost. It is
+    ///   repaired even when entries were lost, as fsck counts an inode it cleared as corrected:
+    ///   the store is consistent again (`verify` finds nothing), and what was lost cannot be
+    ///   got back by running anything again (`imgstore-admin verify --repair` exits 1).
     /// - Throws: `storage` when another process has the store open; errors writing the copy
     ///   (the old data file is then untouched).
     func salvage(after damage: ImageStoreError, now: Int64) throws -> VerifyProblem {
@@ -33,10 +36,11 @@ extension ImageStore {
             try swapIn(copyOf: fresh)
         }
         memory?.invalidateAll()
+        try tier.checkFreeList()  // the fresh file's: writes refused for a damaged one are taken again
         let found = if case let .corruptStore(_, detail) = damage { detail } else { "\(damage)" }
         let detail = "\(found); \(count.copied) readable entries copied into a fresh data file"
             + (count.quarantined > 0 ? ", \(count.quarantined) damaged ones set aside in the quarantine" : "")
-            + (count.unreadable > 0 ? ", \(count.unreadable) unreadable ones lost" : "")
+            + (count.unreadable > 0 ? ", \(count.unreadable) entries lost (named by another tree, their records could not be read)" : "")
         return VerifyProblem(kind: .damagedTree, subject: "data.mdb", detail: detail, repaired: true)
     }
 }

@@ -22,8 +22,10 @@ extension ImageStore {
     }
 
     /// Checks the store the way `fsck` checks a file system: every entry against its bytes
-    /// (checksum, and image validation for entries validated on put), the expiry and access
-    /// indexes against the entries, the counters, and the write-ahead log's segments.
+    /// (checksum, and image validation for entries validated on put), that a lookup reaches it
+    /// (its key is the hash of its cache key and, with `Configuration.keyFunction` set, its
+    /// cache key is that function's of its URL), the expiry and access indexes against the
+    /// entries, the counters, LMDB's free list, and the write-ahead log's segments.
     ///
     /// Safe on a read-only store while another process writes: it reads consistent snapshots in
     /// short chunks and never takes the writer lock.
@@ -37,6 +39,7 @@ extension ImageStore {
         var tierOptions = DurableTier.VerifyOptions()
         tierOptions.validation = options.deep ? .deep : .structure
         tierOptions.chunkSize = max(1, options.chunkSize)
+        tierOptions.keyFunction = configuration.keyFunction
         if let progress = options.progress { tierOptions.onProgress = progress }
 
         let (findings, checked): ([DurableTier.Finding], Int)

@@ -42,6 +42,29 @@ import Testing
         }
     }
 
+    /// The entries and blobs trees both cut at their roots: the index rows still name every
+    /// entry, but no record can be read, so the salvage loses them. By fsck's rule that is
+    /// corrected (exit 1: the store is consistent again and a second verify is clean), and the
+    /// output says how many entries were lost.
+    @Test func aSalvageThatLosesEntriesExitsOneAndCountsTheLoss() throws {
+        try withTemporaryDirectory { directory in
+            let store = directory + "/store"
+            try AdminRun.makeStore(at: store, count: Self.count)
+            let map = try LMDBPageMap(file: store + "/data.mdb")
+            for database in ["entries", "blobs"] {
+                let root = try #require(map.pages.first { $0.database == database }, "\(database) has a root")
+                try FileCorruption.overwrite(16, at: root.number * map.pageSize, in: store + "/data.mdb")
+            }
+            let repair = try AdminRun.run(store, ["verify", "--repair"])
+            #expect(repair.status == 1, "\(repair): \(repair.output)")
+            let line = repair.output.split(separator: "\n").first { $0.hasPrefix("damaged-tree: ") } ?? ""
+            #expect(line.contains("\(Self.count) entries lost") && line.hasSuffix("(repaired)"), "\(repair.output)")
+            #expect(repair.output.contains("problem(s) found (1 damaged-tree), 1 repaired"), "\(repair.output)")
+            let again = try AdminRun.run(store, ["verify"])
+            #expect(again.status == 0 && again.output.hasPrefix("OK: 0 entries"), "\(again): \(again.output)")
+        }
+    }
+
     @Test func aSalvageIsRefusedWhileAnotherProcessHasTheStoreOpen() throws {
         try withTemporaryDirectory { directory in
             let store = directory + "/store"

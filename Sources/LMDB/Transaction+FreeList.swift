@@ -1,0 +1,62 @@
+import CLMDB
+
+/// Checking LMDB's free list (`FREE_DBI`, database 0), which every commit reads to find pages
+/// to reuse (`mdb_page_alloc`) and rewrites (`mdb_freelist_save`). LMDB trusts it: a damaged
+/// free-list page fails the commit of *every* later write, whatever it touches, and a record
+/// whose count is damaged makes LMDB copy past the record's end. So a writer checks it before it
+/// acknowledges writes (a put that cannot commit must never be acknowledged).
+///
+/// The layout (lmdb.h, mdb.c, LMDB 0.9): one record per transaction that freed pages, or per
+/// chunk of reclaimed pages LMDB saved back.
+/// 1. The key is that transaction's id, a native `size_t` (`MDB_INTEGERKEY`): keys go up and
+///    none is newer than the snapshot reading them.
+/// 2. The value is a whole number of `size_t` words: the count `n` first, then `n` page numbers.
+///    `n` may be smaller than the room (LMDB reserves records before it fills them, and zeroes
+///    the count of the ones it does not fill), never larger.
+/// 3. The page numbers are sorted descending (an `MDB_IDL`), and each names a page of the file
+///    other than the two meta pages: `2 ... me_last_pgno`.
+extension Transaction {
+    /// Walks the free list whole and checks the rules above.
+    /// - Returns: the number of free pages it lists.
+    /// - Throws: `LMDBError` `MDB_CORRUPTED` naming the rule a record breaks, or LMDB's damage
+    ///   codes (`MDB_PAGE_NOTFOUND`, `MDB_CORRUPTED`, a buffer outside the file) from the walk.
+    package func checkFreeList() throws -> Int {
+        var info = MDB_envinfo()
+        try check(mdb_env_info(mdb_txn_env(handle), &info))
+        let lastPage = Int(info.me_last_pgno)
+        let snapshot = id
+        let word = MemoryLayout<Int>.size
+        var total = 0
+        var previousKey: Int?
+        try scan(Database(dbi: 0, name: "(free list)")) { key, value in
+            func damaged(_ rule: String) -> LMDBError {
+                LMDBError(code: MDB_CORRUPTED, detail: "LMDB's free list is damaged (\(rule))")
+            }
+            guard key.count == word else { throw damaged("a key of \(key.count) bytes, not a transaction id") }
+            let transaction = key.loadUnaligned(as: Int.self)
+            guard transaction <= snapshot, previousKey.map({ transaction > $0 }) ?? true else {
+                throw damaged("transaction id \(transaction) out of order after \(previousKey.map(String.init) ?? "none"), snapshot \(snapshot)")
+            }
+            previousKey = transaction
+            let words = value.count / word
+            guard value.count % word == 0, words >= 1 else {
+                throw damaged("the record of transaction \(transaction) is \(value.count) bytes, not a whole page list")
+            }
+            let count = value.loadUnaligned(as: Int.self)
+            guard count >= 0, count <= words - 1 else {
+                throw damaged("the record of transaction \(transaction) counts \(count) pages in room for \(words - 1)")
+            }
+            var above = Int.max
+            for index in 0..<count {
+                let page = value.loadUnaligned(fromByteOffset: (index + 1) * word, as: Int.self)
+                guard page >= 2, page <= lastPage, page < above else {
+                    throw damaged("the record of transaction \(transaction) lists page \(page) (pages 2 to \(lastPage), descending)")
+                }
+                above = page
+            }
+            total += count
+            return true
+        }
+        return total
+    }
+}

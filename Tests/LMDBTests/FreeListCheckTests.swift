@@ -1,0 +1,44 @@
+import Foundation
+import ImageStoreTestSupport
+@testable import LMDB
+import Testing
+
+/// `Transaction.checkFreeList` holds a healthy free list to its rules however LMDB built it: a
+/// false alarm would refuse every write of a healthy store. (Damage it finds:
+/// `DamagedTreeWriteTests`.)
+@Suite struct FreeListCheckTests {
+    private func open(_ directory: String) throws -> Environment {
+        var options = EnvironmentOptions()
+        options.initialMapSize = 1 << 24
+        options.maxMapSize = 1 << 30
+        return try Environment.open(path: directory, options: options)
+    }
+
+    /// Rounds of puts, rewrites, large values (overflow pages) and deletions: after each, the
+    /// check passes and counts what `freePageCount` counts.
+    @Test func aChurnedFreeListPassesAndCountsEveryFreePage() throws {
+        try withTemporaryDirectory { directory throws in
+            let environment = try open(directory)
+            let db = try environment.openDatabase(named: "t")
+            var generator = SeededGenerator(seed: 13)
+            var checkedNonEmpty = 0
+            for round in 0..<40 {
+                try environment.write { txn in
+                    for _ in 0..<50 {
+                        let key = UInt8.random(in: 0...250, using: &generator)
+                        let size = Bool.random(using: &generator) ? Int.random(in: 1...400, using: &generator) : Int.random(in: 5_000...60_000, using: &generator)
+                        if round % 3 == 2 && key % 2 == 0 {
+                            _ = try txn.delete(db, key: [key])
+                        } else {
+                            try txn.put(db, key: [key], value: [UInt8](repeating: UInt8(truncatingIfNeeded: round), count: size))
+                        }
+                    }
+                }
+                let (checked, counted) = try environment.read { txn in (try txn.checkFreeList(), try txn.freePageCount()) }
+                #expect(checked == counted, "round \(round)")
+                if checked > 0 { checkedNonEmpty += 1 }
+            }
+            #expect(checkedNonEmpty > 20, "the churn left free pages to check")
+        }
+    }
+}
