@@ -102,7 +102,7 @@
 //    segment(s): counted and warned about, not refused, because a power cut under `.none` or
 //    `.batched` leaves the same state (the applier applies records before the log syncs them).
 //
-// With a synced watermark W (version 2), before rules 2 and 3:
+// With a synced watermark W (version 2 and later), before rules 2 and 3:
 // W1. Damage whose first record LMDB lacks, max(applied-seq + 1, the sequence expected there),
 //    is above W, in a segment no later segment with valid records follows, is a torn tail: the
 //    rest of that segment is dropped, valid records after the hole included (they were never
