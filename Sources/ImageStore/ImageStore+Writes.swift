@@ -44,8 +44,8 @@ extension ImageStore {
         return write
     }
 
-    /// Checks a refresh and builds its record (the entry's bytes with a new lifetime); nil
-    /// when there is no entry.
+    /// Checks a refresh and builds its renewal: the entry's record with a new lifetime and
+    /// validators, logged without the bytes (`LogEntry.renew`); nil when there is no entry.
     func prepareRefresh(_ url: String, ttl: TimeInterval?, validators: CacheValidators?,
                         durability: Durability) throws(ImageStoreError) -> PreparedWrite? {
         try checkOpen()
@@ -59,7 +59,8 @@ extension ImageStore {
             createdAt: Self.milliseconds(current.info.createdAt), expiresAt: expiry.expiresAt,
             lastAccess: now, facts: current.info.facts, validators: validators ?? current.info.validators)
         record.slidingSeconds = expiry.slidingSeconds
-        let write = PreparedWrite(path: writes, entry: .put(record, current.data), durability: try resolved(durability), record: record)
+        // Only the record is logged (a renew record), never the bytes again.
+        let write = PreparedWrite(path: writes, entry: .renew(record, bytes: current.data), durability: try resolved(durability), record: record)
         try checkWritable(write)
         return write
     }

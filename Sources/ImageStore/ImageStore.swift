@@ -91,6 +91,9 @@ public final class ImageStore: Sendable {
                         counters.events.attempt(.diskBudget) { () throws(ImageStoreError) in try maintenance.enforceBudget() }
                         counters.refreshSizes(tier)
                     })
+                // Over its budget already (opened with a lower one, or the disk filled first):
+                // evict now, since on a full disk no write would get as far as the applier.
+                _ = tier.writer.sync { [counters] in counters.events.attempt(.diskBudget) { () throws(ImageStoreError) in try maintenance.enforceBudget() } }
                 if let interval = configuration.sweepInterval { maintenance.startSweeping(every: interval) }
             } else {
                 maintenance = nil
@@ -202,7 +205,8 @@ public final class ImageStore: Sendable {
     ///   - validators: the origin's `ETag`/`Last-Modified`, kept for revalidation.
     /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `emptyData`, `entryTooLarge`,
     ///   `invalidImage`, `invalidArgument` (an expiry or batch interval out of range; all before
-    ///   anything is written); `storeFull` (it would not fit; nothing written); `corruptStore`
+    ///   anything is written); `storeFull` (it would not fit; nothing written);
+    ///   `noRoomForWrite` (the disk has too little room for it; nothing written); `corruptStore`
     ///   (the tree is damaged where the put would go; nothing written); `diskFull`, `logFailed`
     ///   (not acknowledged, outcome unknown: the record may have reached the log, and then the
     ///   entry is present after reopening); `readOnly`; `closed` (nothing written).

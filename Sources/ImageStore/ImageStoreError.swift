@@ -64,6 +64,11 @@ public enum ImageStoreError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The file system holding the store is full. When a put or remove throws it, the call's
     /// outcome is unknown: the entry may be present after the store reopens.
     case diskFull(path: String)
+    /// The file system holding the store has too little room for this write, so it was
+    /// refused before anything was logged: `available` bytes free, `needed` for the entry and
+    /// the LMDB pages applying it (and the writes logged before it) may take. The store is
+    /// unchanged; free space and retry.
+    case noRoomForWrite(path: String, needed: Int, available: Int)
     /// The store was closed.
     case closed(path: String)
     /// An I/O or storage-engine error; `detail` names the operation and the system's message.
@@ -116,6 +121,8 @@ public enum ImageStoreError: Error, Sendable, Hashable, CustomStringConvertible 
             "The store at \(path) is full: it reached its maximum map size of \(limit) bytes. Remove entries or raise Configuration.maxMapSize."
         case let .diskFull(path):
             "The disk holding the store at \(path) is full. Free space and retry; the outcome of the write that failed is unknown (the entry may be present after the store reopens), and nothing acknowledged was lost."
+        case let .noRoomForWrite(path, needed, available):
+            "The disk holding the store at \(path) is full for this write: it has \(available) bytes free and the write needs \(needed) (the entry, and the LMDB pages it and the writes not yet applied may take). Nothing was written; free space (remove or expire entries) and retry."
         case let .closed(path):
             "The store at \(path) is closed."
         case let .storage(path, detail):

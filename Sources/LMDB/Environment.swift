@@ -86,7 +86,7 @@ package final class Environment: Sendable {
         guard let identity = FileIdentity(path: path) else { throw LMDBError(code: errno) }
         Transaction.installFaultGuard()
         return try registry.withLock { (open: inout [FileIdentity: WeakEnvironment]) throws(LMDBError) -> Environment in
-            if let existing = open[identity]?.environment { return existing }
+            if let existing = open[identity]?.environment, existing.holdsDataFile(at: path) { return existing }
             let environment = try makeEnvironment(path: path, options: options, identity: identity)
             open[identity] = WeakEnvironment(environment: environment)
             return environment
@@ -128,6 +128,17 @@ package final class Environment: Sendable {
             mdb_env_close(env)
         }
         throw LMDBError.busy
+    }
+
+    /// Whether this environment's data file is the one now at `path/data.mdb`. A directory
+    /// deleted while its environment lives on (a store not yet released) leaves its identity,
+    /// device and inode, to the next directory made there (ext4 reuses a freed inode at once),
+    /// which must get an environment of its own, not that one's deleted file.
+    private func holdsDataFile(at path: String) -> Bool {
+        gate.shared {
+            guard let storedHandle else { return false }
+            do { return try Self.isCurrentDataFile(storedHandle, path: path) } catch { return false }  // then a new one reports it
+        }
     }
 
     /// Whether the data file `env` has open is the one at `path/data.mdb` (same device and inode).

@@ -27,6 +27,37 @@ import Testing
         #expect(throws: LMDBError(code: ENOENT)) { try Environment.open(path: "/nonexistent/imgstore/dir") }
     }
 
+    // MARK: - One environment per directory
+
+    /// Failed before: `open` returned the live environment registered for the directory's
+    /// device and inode, whatever file it held. A store directory deleted while its
+    /// environment lived on handed it to the next directory that got the same inode (ext4
+    /// reuses it at once): seen as "Located page was wrong type" in tests run in parallel.
+    /// Here the directory keeps its identity and its files are replaced by another store's.
+    @Test func anEnvironmentWhoseDataFileIsNoLongerTheDirectorysIsNotReused() throws {
+        try withTemporaryDirectory { directory throws in
+            let first = directory + "/first", second = directory + "/second"
+            for path in [first, second] { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
+            let stale = try open(first)
+            let db = try stale.openDatabase(named: "t")
+            try stale.write { txn throws in try txn.put(db, key: [1], value: [1]) }
+            do {
+                let other = try open(second)
+                let otherDB = try other.openDatabase(named: "t")
+                try other.write { txn throws in try txn.put(otherDB, key: [1], value: [2]) }
+            }
+            for name in ["data.mdb", "lock.mdb"] {
+                try FileManager.default.removeItem(atPath: first + "/" + name)
+                try FileManager.default.moveItem(atPath: second + "/" + name, toPath: first + "/" + name)
+            }
+            let reopened = try open(first)
+            #expect(reopened !== stale)
+            let reopenedDB = try reopened.openDatabase(named: "t")
+            try reopened.read { txn throws in #expect(try txn.get(reopenedDB, key: [1]).map(Array.init) == [2]) }
+            withExtendedLifetime(stale) {}
+        }
+    }
+
     // MARK: - Flags
 
     @Test func opensWithNOTLSAndNeverNOSYNC() throws {

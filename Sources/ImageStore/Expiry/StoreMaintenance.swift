@@ -57,10 +57,14 @@ final class StoreMaintenance: Sendable {
 
     /// When the pages in use (the quarantine's excluded) exceed the budget's high watermark,
     /// evicts the least recently accessed entries until they are under the low one. Called
-    /// after every applied batch.
+    /// after every applied batch, and once at a writer open (a store opened with a budget it
+    /// exceeds is brought under it before its first write, which a full disk would refuse).
+    /// Eviction frees space but needs a few new pages first, so on a full disk it releases the
+    /// space reserve (`SpaceReserve`) before it starts.
     func enforceBudget() throws(ImageStoreError) {
         dispatchPrecondition(condition: .onQueue(tier.writer))
         guard let budget = policy.budget, try tier.budgetedBytes() > budget.high else { return }
+        SpaceReserve.releaseIfFull(in: tier.path)
         try persistAccess()
         let removal = try tier.evict(downTo: budget.low, batchSize: policy.sweepBatchSize)
         counters.evicted(.budget, entries: removal.cacheKeys.count, bytes: removal.bytes)

@@ -25,6 +25,15 @@ extension DurableTier {
         try addIndexRows(of: record, key: key, in: txn)
     }
 
+    /// Gives the entry `record` renews its new record, when the entry still holds the bytes
+    /// it describes (same checksum and byte count); otherwise (replaced or removed since the
+    /// renewal was logged) does nothing, as the log's later records already say what it is.
+    func renew(_ record: EntryRecord, in txn: borrowing Transaction) throws {
+        guard let (key, old) = try locate(record.cacheKey, in: txn),
+              old.checksum == record.checksum, old.byteCount == record.byteCount else { return }
+        try update(record, replacing: old, key: key, in: txn)
+    }
+
     func remove(cacheKey: String, in txn: borrowing Transaction) throws {
         guard let (key, record) = try locate(cacheKey, in: txn) else { return }
         try remove(record, key: key, in: txn)

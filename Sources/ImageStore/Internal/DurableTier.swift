@@ -208,6 +208,7 @@ final class DurableTier: Sendable {
             for item in batch {
                 switch item.entry {
                 case let .put(record, data): try put(record, data: data, in: txn)
+                case let .renew(record, _): try renew(record, in: txn)
                 case let .delete(cacheKey): try remove(cacheKey: cacheKey, in: txn)
                 case .deleteAll: try removeAll(in: txn)
                 }
@@ -228,6 +229,15 @@ final class DurableTier: Sendable {
     /// as the oldest reader's snapshot (this read's own included) do not count: a reader in
     /// any process pins them, and counting them would acknowledge puts that cannot be applied.
     func availableBytes() throws(ImageStoreError) -> Int {
+        let pages = try pageSpace()
+        return maxMapSize - pages.used + pages.reusable
+    }
+
+    /// Bytes of pages on LMDB's free list that a write can reuse now (as `availableBytes`
+    /// counts them): what the data file takes without growing, so without new disk space.
+    func reusableBytes() throws(ImageStoreError) -> Int { try pageSpace().reusable }
+
+    private func pageSpace() throws(ImageStoreError) -> (used: Int, reusable: Int) {
         do {
             let stats = try environment.statistics()
             // A damaged free list cannot be read; no write is taken then (`writeRefusal`).
@@ -235,7 +245,7 @@ final class DurableTier: Sendable {
             let free = try environment.read { txn in
                 try txn.freePageCount(freedBefore: environment.oldestReaderTransaction())
             }
-            return maxMapSize - stats.usedBytes + free * stats.pageSize
+            return (stats.usedBytes, free * stats.pageSize)
         } catch {
             throw .from(error, path: path, operation: "reading free space", maxMapSize: maxMapSize)
         }

@@ -5,7 +5,7 @@
 //   data.mdb, lock.mdb   the LMDB environment (the durable tier)
 //   wal-<n>.log          write-ahead log segments (`WAL/WALFormat.swift`)
 //   wal-spare-*.log      checkpointed segments kept for reuse
-//   wal-synced           the log's synced watermark (log format version 2)
+//   wal-synced           the log's synced watermark (log format version 2 and later)
 //   space.reserve        allocated room the writer gives back when the disk is full (`SpaceReserve.swift`)
 //   writer.lock          flock'ed by the one process that writes; holds its pid
 //

@@ -4,13 +4,19 @@ import Foundation
 /// index serves before that.
 enum LogEntry: Sendable {
     case put(EntryRecord, Data)
+    /// A new record for an entry whose bytes stay as they are (a `304 Not Modified`): only the
+    /// record is logged. Applied only while LMDB holds those very bytes (same checksum and
+    /// byte count); otherwise the entry was replaced or removed meanwhile and it does nothing.
+    /// `bytes` are the entry's bytes, kept in memory for reads until the record is applied,
+    /// never logged: a renew read back from the log carries none (replay only applies records).
+    case renew(EntryRecord, bytes: Data)
     case delete(cacheKey: String)
     case deleteAll
 
     /// The cache key the entry changes; nil for a remove-all.
     var cacheKey: String? {
         switch self {
-        case let .put(record, _): record.cacheKey
+        case let .put(record, _), let .renew(record, _): record.cacheKey
         case let .delete(cacheKey): cacheKey
         case .deleteAll: nil
         }
@@ -19,6 +25,7 @@ enum LogEntry: Sendable {
     var type: WALFormat.RecordType {
         switch self {
         case .put: .put
+        case .renew: .renew
         case .delete: .delete
         case .deleteAll: .deleteAll
         }
@@ -33,6 +40,8 @@ enum LogEntry: Sendable {
             withUnsafeBytes(of: UInt32(encoded.count).littleEndian) { prefix.append(contentsOf: $0) }
             prefix.append(contentsOf: encoded)
             return [prefix, data]
+        case let .renew(record, _):
+            return [Data(record.encoded())]
         case let .delete(cacheKey):
             return [Data(cacheKey.utf8)]
         case .deleteAll:
@@ -50,6 +59,9 @@ enum LogEntry: Sendable {
                   record.byteCount == payload.count - 4 - length
             else { return nil }
             self = .put(record, Data(payload[(4 + length)...]))
+        case .renew:
+            guard let record = EntryRecord(decoding: payload) else { return nil }
+            self = .renew(record, bytes: Data())
         case .delete:
             guard let key = String(validating: payload, as: UTF8.self), !key.isEmpty else { return nil }
             self = .delete(cacheKey: key)
@@ -62,7 +74,7 @@ enum LogEntry: Sendable {
     /// Bytes this entry holds in memory until applied (for back-pressure accounting).
     var memoryCost: Int {
         switch self {
-        case let .put(record, data): data.count + record.url.utf8.count + record.cacheKey.utf8.count + 128
+        case let .put(record, data), let .renew(record, data): data.count + record.url.utf8.count + record.cacheKey.utf8.count + 128
         case let .delete(key): key.utf8.count + 64
         case .deleteAll: 64
         }

@@ -21,8 +21,11 @@ final class MapSpace: Sendable {
 
     /// Map bytes `entry` may need once applied: a put's overflow pages plus B-tree pages.
     static func need(_ entry: LogEntry) -> Int {
-        guard case let .put(_, data) = entry else { return 0 }
-        return data.count + data.count / 8 + (64 << 10)
+        switch entry {
+        case let .put(_, data): data.count + data.count / 8 + (64 << 10)
+        case .renew: 64 << 10  // the record and its index rows: B-tree pages only
+        case .delete, .deleteAll: 0
+        }
     }
 
     /// Reserves `bytes`; false (nothing reserved) when they do not fit.
@@ -33,6 +36,10 @@ final class MapSpace: Sendable {
             return true
         }
     }
+
+    /// Bytes reserved by puts logged and not yet applied: what applying them may still add to
+    /// LMDB's file, so room on the disk that a new put must leave to them.
+    var reservedBytes: Int { state.withLock { $0.reserved } }
 
     /// Gives back a reservation whose entry was never logged.
     func unreserve(_ bytes: Int) {

@@ -32,6 +32,16 @@ final class PendingIndex: Sendable {
         state.withLock { state in
             switch entry {
             case let .put(record, data): state.changes[record.cacheKey] = (sequence, (record, data))
+            case let .renew(record, data):
+                // As LMDB will apply it: a renewal of bytes a newer pending change replaced or
+                // deleted does nothing.
+                if let change = state.changes[record.cacheKey] {
+                    guard let (pending, _) = change.put, pending.checksum == record.checksum,
+                          pending.byteCount == record.byteCount else { return }
+                } else if state.clearSequence != nil {
+                    return
+                }
+                state.changes[record.cacheKey] = (sequence, (record, data))
             case let .delete(cacheKey): state.changes[cacheKey] = (sequence, nil)
             case .deleteAll:
                 state.changes.removeAll()

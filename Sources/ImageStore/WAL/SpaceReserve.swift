@@ -37,9 +37,17 @@ enum SpaceReserve {
     /// Returns a sentence for the user when it did.
     @discardableResult
     static func releaseIfFull(in directory: String) -> String? {
-        let path = directory + "/" + fileName
         let available = FileSystem.availableBytes(at: directory) ?? .max
-        guard available < fullBelow, FileManager.default.fileExists(atPath: path), unlink(path) == 0 else { return nil }
-        return "the disk holding the store is full (\(available) bytes free): its space reserve (\(byteCount) bytes) was released so it can free space; remove entries (rm, expire) and compact, and a later open keeps a reserve again"
+        guard available < fullBelow else { return nil }
+        return release(in: directory, available: available)
+    }
+
+    /// Releases the reserve whatever the free space (a replay that found the disk full).
+    /// Returns a sentence for the user when there was one.
+    static func release(in directory: String, available: Int? = nil) -> String? {
+        let path = directory + "/" + fileName
+        guard FileManager.default.fileExists(atPath: path), unlink(path) == 0 else { return nil }
+        let free = available ?? FileSystem.availableBytes(at: directory) ?? 0
+        return "the disk holding the store is full (\(free) bytes free): its space reserve (\(byteCount) bytes) was released so it can free space; remove entries (rm, expire) and compact, and a later open keeps a reserve again"
     }
 }

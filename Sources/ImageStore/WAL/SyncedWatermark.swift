@@ -13,13 +13,17 @@ final class SyncedWatermark: Sendable {
     static let fileName = "wal-synced"
     static let slotByteCount = 32
     static let magic: UInt32 = 0x4C41_5749  // "IWAL" little-endian
-    /// The log format version the watermark belongs to (`WALFormat.version`).
-    static let version: UInt32 = 2
+    /// The log format version the watermark belongs to (`WALFormat.version`): 3 since renew
+    /// records (type 4). A build of version 2 refuses a log whose slots say 3 (`newerFormat`)
+    /// instead of reading its renew records as damage.
+    static let version: UInt32 = 3
 
     /// What the file holds: the newest valid slot.
     struct Value: Sendable, Hashable {
         var generation: UInt64
         var syncedThrough: UInt64
+        /// The log format version of the slot (2 or 3).
+        var version: UInt32 = SyncedWatermark.version
     }
 
     private let file: any LogFile
@@ -56,7 +60,10 @@ final class SyncedWatermark: Sendable {
             guard decoded.version <= version else {
                 throw .newerFormat(path: directory, found: decoded.version, supported: version)
             }
-            if decoded.value.generation >= best.generation { best = decoded.value }
+            if decoded.value.generation >= best.generation {
+                best = decoded.value
+                best.version = decoded.version
+            }
         }
         return best
     }
@@ -65,13 +72,15 @@ final class SyncedWatermark: Sendable {
     /// recovery. When it is missing or unreadable, or claims more than `appliedSequence` (what
     /// LMDB now holds: a salvaged log lost records it had synced), it is rewritten to claim
     /// `appliedSequence` and synced, with the directory, before the log writes anything: the
-    /// new log's records reuse those sequence numbers.
+    /// new log's records reuse those sequence numbers. A watermark of an older format version
+    /// is rewritten (and synced) the same way, so the file says version 3 before the log holds
+    /// a record an older build cannot read.
     /// - Throws: `LogIOError` from the file system.
     static func open(in directory: String, fileSystem: any LogFileSystem, found: Value?,
                      appliedSequence: UInt64) throws(LogIOError) -> SyncedWatermark {
         let file = try fileSystem.open(path(in: directory), preallocate: 0)
         let watermark = SyncedWatermark(file: file, generation: found?.generation ?? 0)
-        if found == nil || found!.generation == 0 || found!.syncedThrough > appliedSequence {
+        if found == nil || found!.generation == 0 || found!.syncedThrough > appliedSequence || found!.version < version {
             try watermark.record(appliedSequence)
             try file.sync()
             if found == nil { try fileSystem.syncDirectory(directory) }

@@ -1,4 +1,4 @@
-// # imgstore write-ahead log format, version 2
+// # imgstore write-ahead log format, version 3
 //
 // Puts and deletes are appended to the log, group-committed (one write and one fdatasync
 // for many writers), then applied to LMDB in batches by the single writer. The log is a
@@ -10,9 +10,14 @@
 // start, so its tail may hold zeros or stale records of an older segment: both read as the end
 // of the log (validity condition 3 below), never as data.
 //
-// Version 2 adds the synced watermark file, `wal-synced`; segments and records are as in
-// version 1. A log without that file was written by version 1 and is read with the version-1
-// rules (no watermark: rules W1–W3 below do not apply); the first open as writer creates it.
+// Versions: 1 (segments and records of types 1–3); 2 adds the synced watermark file,
+// `wal-synced`; 3 adds the renew record (type 4), which carries an entry's new record without
+// its bytes (a `304 Not Modified`). A log without `wal-synced` was written by version 1 and is
+// read with the version-1 rules (no watermark: rules W1–W3 below do not apply); the first open
+// as writer creates it. A version-2 or version-1 log holds no renew record and is read as it
+// was; the first open as writer rewrites the watermark as version 3 (synced) before the log
+// takes a record, so a version-2 build refuses the log (`newerFormat`) rather than reading a
+// renew record as damage.
 //
 // ## Synced watermark (`wal-synced`, `SyncedWatermark.swift`), 64 bytes: two 32-byte slots
 //
@@ -20,7 +25,7 @@
 // |--------|------|--------------------------------------------------------|
 // | 0      | 8    | checksum: XXH3-64 of bytes 8..<32 of the slot          |
 // | 8      | 4    | magic `IWAL` (ASCII)                                   |
-// | 12     | 4    | log format version, 2 (a newer one refuses the open: `newerFormat`) |
+// | 12     | 4    | log format version, 3 (2 is read; a newer one refuses the open: `newerFormat`) |
 // | 16     | 8    | generation, +1 per write; slot `generation % 2` is written |
 // | 24     | 8    | synced-through: every record with a sequence ≤ it had been synced |
 //
@@ -40,7 +45,7 @@
 // |--------|------|-------------------------------------------------------------------------|
 // | 0      | 8    | checksum: XXH3-64 of the payload, seeded with XXH3-64 of bytes 8..<32   |
 // | 8      | 4    | payload length L                                                        |
-// | 12     | 1    | type: 0 reserved (zeroed space), 1 put, 2 delete, 3 delete-all          |
+// | 12     | 1    | type: 0 reserved (zeroed space), 1 put, 2 delete, 3 delete-all, 4 renew |
 // | 13     | 3    | reserved, 0                                                             |
 // | 16     | 8    | segment number of the file the record is in                             |
 // | 24     | 8    | sequence number: contiguous across all segments, first record is ≥ 1    |
@@ -61,10 +66,15 @@
 //   (exactly the record's byte count).
 // - delete (2): the cache key, UTF-8.
 // - delete-all (3): empty.
+// - renew (4, version 3): the entry record alone (`StoreFormat.swift`), no image bytes. Applied
+//   only when LMDB's entry for its cache key has the record's checksum and byte count (the
+//   bytes it renews): its record and index rows are replaced, the blob is not touched.
+//   Otherwise the entry was replaced or removed after the renewal was prepared, and a later
+//   record (or an earlier one LMDB already applied) says what it is: the renew does nothing.
 //
 // ## A record is valid when
 // 1. its 32 header bytes lie within the file;
-// 2. its type is 1, 2 or 3 and the reserved bytes are 0;
+// 2. its type is 1, 2, 3 or 4 and the reserved bytes are 0;
 // 3. its segment number is the file's own (stale bytes of a recycled file fail here);
 // 4. L ≤ `maxPayloadBytes` and the payload lies within the file;
 // 5. the checksum matches;
@@ -92,7 +102,7 @@
 //    segment(s): counted and warned about, not refused, because a power cut under `.none` or
 //    `.batched` leaves the same state (the applier applies records before the log syncs them).
 //
-// With a synced watermark W (version 2), before rules 2 and 3:
+// With a synced watermark W (version 2 and later), before rules 2 and 3:
 // W1. Damage whose first record LMDB lacks, max(applied-seq + 1, the sequence expected there),
 //    is above W, in a segment no later segment with valid records follows, is a torn tail: the
 //    rest of that segment is dropped, valid records after the hole included (they were never
@@ -105,6 +115,19 @@
 //    synced and LMDB lacks (max(L, applied-seq) + 1 to W: a segment cut short, at a record
 //    boundary or not, or deleted): `walCorrupt` naming them, or with salvage, opened and named
 //    in `salvaged`. W ≤ applied-seq is rule 4a.
+// How far W may lag, and what that costs. The file is never synced, so after a power cut (or a
+// kill between a sync and the slot write) it holds whatever the kernel last wrote back: any
+// number of syncs behind the last one S that completed (on ext4 and xfs, typically up to the
+// writeback delay, ~30 s), never ahead of it (a slot is written only after its claim was
+// durable). Every rule above only trusts records ≤ W, so a lower W claims less:
+// - it never makes a hole media damage that would not be with W = S (W2 needs damage ≤ W, W3
+//   needs L < W), so no false `walCorrupt`;
+// - it never drops an intact record: a hole after S is the cut's own, and every record after
+//   it was unsynced too (a later sync would have made the hole durable);
+// - what it costs is detection in S's range (W, S]: media damage there reads as a torn tail
+//   under W1 (dropped with what follows, and reported in `tornBytesDropped` and
+//   `tornRecordsDropped`, never silently), and a segment cut short inside it is not noticed
+//   by W3. Tests: `LogStaleWatermarkTests`.
 // 5. Then a checkpoint: LMDB is synced (`mdb_env_sync(env, 1)`), the replayed segments are
 //    recycled or deleted, the directory is fsynced, and a fresh segment continues the sequence.
 //
@@ -136,6 +159,8 @@ enum WALFormat {
         case put = 1
         case delete = 2
         case deleteAll = 3
+        /// Version 3: a new record for an entry, its bytes unchanged (a 304's renewal).
+        case renew = 4
     }
 
     /// The file name of segment `number`.

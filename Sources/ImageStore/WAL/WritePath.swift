@@ -40,7 +40,6 @@ final class WritePath: Sendable {
         self.fileSystem = TimedLogFileSystem(base: configuration.logFileSystem, metrics: counters.log)
         lock = LockedValue(writerLock)  // taken by DurableTier.open, before any LMDB write
 
-        SpaceReserve.prepare(in: directory)
         // Recovery: replay what LMDB lacks, then checkpoint it all away.
         let applied = try tier.appliedSequence()
         let recovery = LogRecovery(directory: directory, fileSystem: fileSystem, salvage: configuration.salvageDamagedLog)
@@ -63,10 +62,12 @@ final class WritePath: Sendable {
         do {
             (report, lastSequence) = try replay()
         } catch .diskFull {
-            // An entry logged as the disk filled: the reserve gives it room (replay is idempotent).
-            guard let released = SpaceReserve.releaseIfFull(in: directory) else { throw .diskFull(path: directory) }
+            // An entry logged as the disk filled: what the store keeps on disk that holds no
+            // data (the space reserve, spare segments) gives it room; replay is idempotent.
+            let freed = try Self.freeSpaceForReplay(in: directory, fileSystem: fileSystem)
+            guard !freed.isEmpty else { throw .diskFull(path: directory) }
             (report, lastSequence) = try replay()
-            report.warnings.append(released)
+            report.warnings += freed
         }
         recoveryReport = report
         let segments = try LogRecovery.segments(in: directory, fileSystem: fileSystem)
@@ -76,6 +77,8 @@ final class WritePath: Sendable {
         }
         var unretired = segments
         try Self.checkpoint(tier: tier, segments: &unretired, directory: directory, fileSystem: fileSystem)
+        // After the replay, which may need the room (it is made only when there is plenty).
+        SpaceReserve.prepare(in: directory)
 
         let appliedNow = max(applied, lastSequence)
         space = MapSpace(measured: try tier.availableBytes())
@@ -109,6 +112,21 @@ final class WritePath: Sendable {
         counters.events.emit(.recovered(report))
     }
 
+    /// Deletes what the store keeps on disk that holds no data, for a replay that found the
+    /// disk full: the space reserve and spare (recycled) segments. One sentence per thing freed.
+    /// - Throws: `storage` when the directory cannot be listed or a spare not removed.
+    private static func freeSpaceForReplay(in directory: String, fileSystem: any LogFileSystem) throws(ImageStoreError) -> [String] {
+        var freed = SpaceReserve.release(in: directory).map { [$0] } ?? []
+        do {
+            let spares = try SegmentRecycler.spares(in: directory, fileSystem: fileSystem)
+            for spare in spares { try fileSystem.remove(directory + "/" + spare) }
+            if !spares.isEmpty { freed.append("the disk holding the store is full: \(spares.count) spare log segment(s) were deleted to replay the log") }
+        } catch {
+            throw .storage(path: directory, detail: "freeing spare log segments: \(error)")
+        }
+        return freed
+    }
+
     private static func batchInterval(_ durability: Durability) -> TimeInterval {
         if case let .batched(interval) = durability { return interval }
         return Durability.defaultBatchInterval
@@ -117,8 +135,8 @@ final class WritePath: Sendable {
     // MARK: - Writing
 
     /// Logs `entry`, returning once it is as durable as `durability` promises.
-    /// - Throws: `storeFull` (it would not fit in the map), `diskFull`, `logFailed`, or the
-    ///   applier's failure.
+    /// - Throws: `storeFull` (it would not fit in the map), `noRoomForWrite` (nothing
+    ///   written), `diskFull`, `logFailed`, or the applier's failure.
     func append(_ entry: LogEntry, durability: Durability) throws(ImageStoreError) {
         if let failure = applier.failure { throw failure }
         let need = MapSpace.need(entry)
@@ -171,18 +189,27 @@ final class WritePath: Sendable {
     }
 
     /// Refuses a put the disk cannot take: the disk must hold the record and what applying it
-    /// may add to LMDB's file, so an acknowledged put can always be applied (the space reserve
-    /// is not counted). Before a removal, which frees space but needs a little first, releases
+    /// may add to LMDB's file (less the free pages LMDB can reuse), so an acknowledged put can
+    /// always be applied (the space reserve is not counted). Before a removal, which frees space but needs a little first, releases
     /// the space reserve when the disk is full (`SpaceReserve`).
-    /// - Throws: `diskFull`, nothing written.
+    /// - Throws: `noRoomForWrite`, or `storage` when LMDB's free pages cannot be read; nothing
+    ///   written.
     private func prepareDisk(for entry: LogEntry, need: Int) throws(ImageStoreError) {
-        if case let .put(_, data) = entry {
-            if let available = FileSystem.availableBytes(at: directory), available < need + data.count {
-                throw .diskFull(path: directory)
-            }
-        } else {
+        let logged: Int
+        switch entry {
+        case let .put(_, data): logged = data.count
+        case .renew: logged = WALFormat.headerByteCount + 4096  // a record, never the bytes
+        case .delete, .deleteAll:
             makeRoomToFree()
+            return
         }
+        // Puts logged and not yet applied may still grow LMDB's file by what they reserved: a
+        // new put must leave them that room, or a replay after a crash could not apply them.
+        let pending = space.reservedBytes
+        guard let available = FileSystem.availableBytes(at: directory), available < pending + need + logged else { return }
+        // Pages LMDB freed (a removal, an eviction) take entries without growing the file.
+        let needed = logged + max(0, pending + need - (try tier.reusableBytes()))
+        if available < needed { throw .noRoomForWrite(path: directory, needed: needed, available: available) }
     }
 
     /// Before a removal or sweep, which free space but need a little first: releases the

@@ -16,10 +16,11 @@ enum TemporaryMount {
             .map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    /// Mounts a 64 MiB tmpfs at `path` (created when missing), runs `body`, unmounts.
-    static func tmpfs(at path: String, _ body: () throws -> Void) throws {
+    /// Mounts a tmpfs of `size` (64 MiB unless given, as mount's `size=` option) at `path`
+    /// (created when missing), runs `body`, unmounts.
+    static func tmpfs(at path: String, size: String = "64m", _ body: () throws -> Void) throws {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        try mounted(at: path, [["-t", "tmpfs", "-o", "size=64m", "tmpfs", path]], body)
+        try mounted(at: path, [["-t", "tmpfs", "-o", "size=" + size, "tmpfs", path]], body)
     }
 
     /// Shows `directory` read-only at `path` (created when missing: a bind mount remounted
