@@ -241,7 +241,7 @@ final class DurableTier: Sendable {
         do {
             let stats = try environment.statistics()
             // A damaged free list cannot be read; no write is taken then (`writeRefusal`).
-            if writeRefusal.withLock({ $0 != nil }) { return maxMapSize - stats.usedBytes }
+            if writeRefusal.withLock({ $0 != nil }) { return (stats.usedBytes, 0) }
             let free = try environment.read { txn in
                 try txn.freePageCount(freedBefore: environment.oldestReaderTransaction())
             }
