@@ -129,7 +129,7 @@ do {
                 store.close()
             }
             say("round \(round)")
-            usleep(20_000)  // leaves the store closed for a moment, so a compaction can get in
+            usleep(100_000)  // leaves the store closed for a moment, so a compaction can get in (also under load)
         }
     case ("hold-writer", 2):
         let store = try open(arguments[1])
