@@ -71,8 +71,9 @@ public enum ChildProcess {
             let pipe = try Pipe2()
             input = withInput ? try Pipe2() : nil
             // The child's stderr goes to the test's, so a child that fails says why in the log.
+            // Its own process group, so `kill` also ends what it started (see `kill`).
             processIdentifier = try spawn(executable, arguments, environment: nil, currentDirectory: nil,
-                                          stdin: input?.read, stdout: pipe.write, stderr: 2)
+                                          stdin: input?.read, stdout: pipe.write, stderr: 2, ownProcessGroup: true)
             input?.closeRead()
             pipe.closeWrite()
             let fd = pipe.takeRead()  // the reader thread owns and closes it
@@ -109,12 +110,14 @@ public enum ChildProcess {
         public var isRunning: Bool {
             exit.withLock { status in
                 if status != nil { return false }
-                var raw: Int32 = 0
-                if waitpid(processIdentifier, &raw, WNOHANG) == processIdentifier {
-                    status = ChildProcess.exitStatus(raw)
-                    return false
-                }
-                return true
+                // Seen exited without reaping it first: its group is ended while the pid is still
+                // reserved by the zombie, so `kill(-pid)` cannot reach a newer process given that pid.
+                var info = siginfo_t()
+                guard waitid(P_PID, id_t(processIdentifier), &info, WEXITED | WNOHANG | WNOWAIT) == 0,
+                      info._sifields._sigchld.si_pid == processIdentifier else { return true }
+                Glibc.kill(-processIdentifier, SIGKILL)
+                status = ChildProcess.waitForExit(processIdentifier)
+                return false
             }
         }
 
@@ -140,12 +143,20 @@ public enum ChildProcess {
             return false
         }
 
-        /// SIGKILLs the child (if still running) and returns all it printed.
+        /// SIGKILLs the child (if still running) and every process of its group, and returns
+        /// all it printed.
+        ///
+        /// The whole group: a process the child started may hold the output pipe open, and the
+        /// output ends only when the last holder is gone. One such holder is `swift-backtrace`,
+        /// which the Swift runtime starts in a crashing child. (A child that exits by itself
+        /// has its group ended when it is reaped, in `isRunning`.)
         @discardableResult
         public func kill() -> String {
             exit.withLock { status in
+                // An exited child's group was ended when it was reaped (`isRunning`).
                 guard status == nil else { return }
-                Glibc.kill(processIdentifier, SIGKILL)
+                // The group's id is the child's pid (`ownProcessGroup`), reserved until it is reaped.
+                Glibc.kill(-processIdentifier, SIGKILL)
                 status = ChildProcess.waitForExit(processIdentifier)
             }
             finished.wait()
@@ -160,7 +171,8 @@ public enum ChildProcess {
     /// (nil: /dev/null for stdin and stderr, inherited stdout). Every other descriptor is closed
     /// in the child by the kernel's close-on-exec (Foundation's and ours all set it).
     static func spawn(_ executable: String, _ arguments: [String], environment: [String: String]?,
-                      currentDirectory: String?, stdin: Int32?, stdout: Int32?, stderr: Int32?) throws -> pid_t {
+                      currentDirectory: String?, stdin: Int32?, stdout: Int32?, stderr: Int32?,
+                      ownProcessGroup: Bool = false) throws -> pid_t {
         var argv = [executable] + arguments
         var path = executable
         if let currentDirectory {
@@ -187,7 +199,12 @@ public enum ChildProcess {
         var allSignals = sigset_t()
         sigfillset(&allSignals)
         posix_spawnattr_setsigdefault(&attributes, &allSignals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF
+        if ownProcessGroup {
+            posix_spawnattr_setpgroup(&attributes, 0)  // a new group whose id is the child's pid
+            flags |= POSIX_SPAWN_SETPGROUP
+        }
+        posix_spawnattr_setflags(&attributes, Int16(flags))
         var pid: pid_t = 0
         let rc = spawnLock.withLock { () -> Int32 in
             withCStrings(argv) { argvPointers in
