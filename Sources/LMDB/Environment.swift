@@ -406,16 +406,36 @@ package final class Environment: Sendable {
         guard mdb_env_get_fd(env, &fd) == 0, fstat(fd, &status) == 0, let maps = procSelfMaps() else { return nil }
         var info = MDB_envinfo()
         mdb_env_info(env, &info)
-        // "start-end perms offset dev inode path": the data file's mapping with the map's length.
+        return mapStart(inMaps: maps, device: UInt64(status.st_dev), inode: UInt64(status.st_ino),
+                        length: UInt(info.me_mapsize))
+    }
+
+    /// The start of the one mapping in `maps` (a /proc/self/maps listing) of the file with
+    /// `device` and `inode`, `length` bytes long; nil when there is none, or more than one.
+    ///
+    /// The device matters: data files on different file systems share inode numbers (every
+    /// fresh tmpfs numbers its files alike), and a store that took another's mapping for its
+    /// own read every page as damaged. Two candidates (a file replaced while mapped) give nil:
+    /// unchecked bounds, never wrong ones.
+    static func mapStart(inMaps maps: String, device: UInt64, inode: UInt64, length: UInt) -> UInt? {
+        // Linux's dev_t: the major number in bits 8-19 and 32-63, the minor in bits 0-7 and 20-31.
+        let major = ((device >> 8) & 0xfff) | ((device >> 32) & ~0xfff)
+        let minor = (device & 0xff) | ((device >> 12) & ~0xff)
+        var found: UInt?
+        // "start-end perms offset major:minor inode path", numbers in hex but the inode.
         for line in maps.split(separator: "\n") {
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard fields.count >= 6, UInt64(fields[4]) == UInt64(status.st_ino) else { continue }
+            guard fields.count >= 6, UInt64(fields[4]) == inode else { continue }
+            let numbers = fields[3].split(separator: ":")
+            guard numbers.count == 2, UInt64(numbers[0], radix: 16) == major, UInt64(numbers[1], radix: 16) == minor
+            else { continue }
             let range = fields[0].split(separator: "-")
             guard range.count == 2, let low = UInt(range[0], radix: 16), let high = UInt(range[1], radix: 16),
-                  high - low == UInt(info.me_mapsize) else { continue }
-            return low
+                  high - low == length else { continue }
+            if found != nil { return nil }
+            found = low
         }
-        return nil
+        return found
     }
 
     // MARK: - Map size
