@@ -20,7 +20,7 @@ public enum StoreEvent: Sendable, CustomStringConvertible {
     case compacted(CompactionReport)
     /// Opening waited for the writer lock (`writer.lock`), held for a moment by another
     /// process or by a child being spawned, before it was taken.
-    case waitedForWriterLock(seconds: Double)
+    case waitedForWriterLock(for: Duration)
     /// One sweep or budget enforcement removed `entries` entries holding `bytes` image bytes.
     case evicted(EvictionReason, entries: Int, bytes: Int)
 
@@ -94,11 +94,19 @@ public enum StoreEvent: Sendable, CustomStringConvertible {
             "imgstore verify --repair set \(entries) damaged entr\(entries == 1 ? "y" : "ies") aside in the quarantine"
         case let .compacted(report):
             "imgstore compaction\(report.dryRun ? " (dry run)" : ""): \(report.bytesBefore) -> \(report.bytesAfter) bytes in "
-                + String(format: "%.3f s", report.seconds)
-        case let .waitedForWriterLock(seconds):
-            "imgstore waited " + String(format: "%.3f s", seconds) + " for the writer lock"
+                + String(format: "%.3f s", report.duration.seconds)
+        case let .waitedForWriterLock(wait):
+            "imgstore waited " + String(format: "%.3f s", wait.seconds) + " for the writer lock"
         case let .evicted(reason, entries, bytes):
             "imgstore evicted \(entries) entr\(entries == 1 ? "y" : "ies") (\(bytes) bytes): \(reason.rawValue)"
         }
+    }
+}
+
+extension StoreEvent {
+    /// The old `waitedForWriterLock`, its wait in seconds.
+    @available(*, deprecated, renamed: "waitedForWriterLock(for:)", message: "use waitedForWriterLock(for:), a Duration")
+    public static func waitedForWriterLock(seconds: Double) -> StoreEvent {
+        .waitedForWriterLock(for: Duration(exactlySeconds: seconds) ?? .zero)
     }
 }
