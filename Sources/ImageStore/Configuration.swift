@@ -110,6 +110,9 @@ extension ImageStore {
         /// Called by `verify` with each log segment's path just before it opens it, so tests
         /// can retire the segment in between, as a live writer's checkpoint may. Not public API.
         package var verifyWillOpenLogSegment: (@Sendable (String) -> Void)?
+        /// Called by a salvage (`verify(repair:)` of a damaged tree) with its scratch directory
+        /// just before it removes it, so tests can make the removal fail. Not public API.
+        package var salvageWillRemoveScratch: (@Sendable (String) -> Void)?
         /// Replaces the URL hash, so tests can force collisions. Not public API.
         package var keyHasher: @Sendable (String) -> [UInt8] = Checksum.key
 

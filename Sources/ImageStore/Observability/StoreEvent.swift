@@ -52,6 +52,10 @@ public enum StoreEvent: Sendable, CustomStringConvertible {
         /// The loader's removal of a stored copy the origin now forbids keeping: the old copy
         /// stays until it expires.
         case removingUncacheable
+        /// Removing the scratch directory a salvage (`verify(repair:)` of a damaged tree) built
+        /// its fresh data file in, named in the error: the repair itself succeeded; the
+        /// directory stays, taking disk space, until the next open or compaction removes it.
+        case removingScratch
     }
 
     /// Why entries left the store.
