@@ -1,12 +1,13 @@
 import Foundation
 
 extension ImageStore.Configuration {
-    /// The longest lifetime an entry can be given other than `ImageStore.never`: 100 years
+    /// The longest lifetime an entry can be given other than `Expiry.never`: 100 years
     /// (Julian), so that the expiry, in milliseconds since 1970, and a sliding lifetime, in
     /// seconds as `UInt32`, always fit.
-    public static let maxTTL: TimeInterval = 100 * 365.25 * 86_400
-    /// The longest `sweepInterval` and `Durability.batched(interval:)`: one year.
-    public static let maxInterval: TimeInterval = 365 * 86_400
+    public static let maxLifetime: Duration = .seconds(100 * 365.25 * 86_400)
+    /// The longest `sweepPeriod`, `Durability.batched(within:)` interval and loader
+    /// `downloadTimeout`: one year.
+    public static let maxPeriod: Duration = .seconds(365 * 86_400)
 
     /// Checks every numeric field, so a bad value is a typed error when the store opens rather
     /// than a trap deep inside (an `Int64` conversion, a timer, a map size LMDB refuses).
@@ -23,10 +24,16 @@ extension ImageStore.Configuration {
         try require(memoryCostLimit >= 0, "memoryCostLimit", memoryCostLimit, "0 (off) or more")
         try require(memoryCountLimit >= 0, "memoryCountLimit", memoryCountLimit, "0 (no limit) or more")
         try require(memoryMaxEntryBytes >= 0, "memoryMaxEntryBytes", memoryMaxEntryBytes, "0 or more")
-        if let defaultTTL { try ExpiryPolicy.check(ttl: defaultTTL, name: "Configuration.defaultTTL") }
-        if let sweepInterval {
-            try require(sweepInterval > 0 && sweepInterval <= Self.maxInterval, "sweepInterval", sweepInterval,
-                        "greater than 0 and at most \(Int(Self.maxInterval)) seconds, or nil")
+        try checkRepresentable(prefix: "Configuration.")
+        switch defaultExpiry {
+        case .never: break
+        case let .after(lifetime): try ExpiryPolicy.check(lifetime, name: "Configuration.defaultExpiry")
+        case .at, .storeDefault:
+            throw .invalidArgument(name: "Configuration.defaultExpiry", value: "\(defaultExpiry)", allowed: ".never or .after(a Duration)")
+        }
+        if let sweepPeriod {
+            try require(sweepPeriod > .zero && sweepPeriod <= Self.maxPeriod, "sweepPeriod", sweepPeriod,
+                        "greater than 0 and at most \(Self.maxPeriod) (one year), or nil")
         }
         try require(sweepBatchSize > 0, "sweepBatchSize", sweepBatchSize, "greater than 0")
         if let maxDiskBytes { try require(maxDiskBytes > 0, "maxDiskBytes", maxDiskBytes, "greater than 0, or nil") }
@@ -38,15 +45,15 @@ extension ImageStore.Configuration {
     }
 
     /// Checks a durability's batch interval.
-    /// - Throws: `invalidArgument` unless the interval is greater than 0 and at most `maxInterval`.
+    /// - Throws: `invalidArgument` unless the interval is greater than 0 and at most `maxPeriod`.
     static func check(_ durability: Durability, name: String) throws(ImageStoreError) {
         if durability == .storeDefault, name.hasPrefix("Configuration.") {
             throw .invalidArgument(name: name, value: "storeDefault", allowed: "sync, batched or background")
         }
         guard case let .batched(interval) = durability else { return }
-        guard interval > 0 && interval <= maxInterval else {
+        guard interval > .zero && interval <= maxPeriod else {
             throw .invalidArgument(name: name + " batched interval", value: "\(interval)",
-                                   allowed: "greater than 0 and at most \(Int(maxInterval)) seconds")
+                                   allowed: "greater than 0 and at most \(maxPeriod) (one year)")
         }
     }
 }

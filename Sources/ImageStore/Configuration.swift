@@ -46,14 +46,18 @@ extension ImageStore {
         /// rest. Default 4 MiB.
         public var memoryMaxEntryBytes: Int = 4 << 20
 
-        /// How long an entry put without a TTL lives; nil for never. Default 7 days.
-        public var defaultTTL: TimeInterval? = 7 * 86_400
+        /// How long an entry put with `.storeDefault` lives: `.never`, or `.after` a duration from
+        /// zero to `maxLifetime` (100 years). Default 7 days. (`.at` and `.storeDefault` make no
+        /// sense here: the store refuses to open with them, as `invalidArgument` naming
+        /// `defaultExpiry`.)
+        public var defaultExpiry: Expiry = .after(.seconds(7 * 86_400)) { didSet { unrepresentable["defaultTTL"] = nil } }
         /// When true, each read of an entry with a TTL extends its life to the read time plus
         /// its TTL (sliding expiry). Default false.
         public var slidingExpiration = false
-        /// How often the background sweeper deletes expired entries (wall-clock seconds); nil
-        /// to sweep only on demand (`sweepExpired()`). Default 60.
-        public var sweepInterval: TimeInterval? = 60
+        /// How often the background sweeper deletes expired entries (wall-clock time), from more
+        /// than zero to `maxPeriod` (one year); nil to sweep only on demand (`sweepExpired()`).
+        /// Default 60 s.
+        public var sweepPeriod: Duration? = .seconds(60) { didSet { unrepresentable["sweepInterval"] = nil } }
         /// Entries a sweep or eviction deletes per transaction, so it never holds the writer
         /// for long. Default 256.
         public var sweepBatchSize = 256
@@ -95,7 +99,7 @@ extension ImageStore {
         package var applyLog = true
         /// How long the log applier waits for more records before it commits a small batch
         /// (`LogApplier`), so tests can make its gathering certain. Not public API.
-        package var applierGatherDelay: TimeInterval = LogApplier.coalesceDelay
+        package var applierGatherDelay: Duration = .seconds(LogApplier.coalesceDelay)
         /// Called before each checkpoint's LMDB sync; an error it returns stands in for the
         /// sync's (tests of fail-stop). Not public API.
         package var checkpointSyncFault: (@Sendable () -> ImageStoreError?)?
@@ -106,8 +110,16 @@ extension ImageStore {
         /// Called by `verify` with each log segment's path just before it opens it, so tests
         /// can retire the segment in between, as a live writer's checkpoint may. Not public API.
         package var verifyWillOpenLogSegment: (@Sendable (String) -> Void)?
+        /// Called by a salvage (`verify(repair:)` of a damaged tree) with its scratch directory
+        /// just before it removes it, so tests can make the removal fail. Not public API.
+        package var salvageWillRemoveScratch: (@Sendable (String) -> Void)?
         /// Replaces the URL hash, so tests can force collisions. Not public API.
         package var keyHasher: @Sendable (String) -> [UInt8] = Checksum.key
+
+        /// Values given to the deprecated `TimeInterval` views that no `Expiry` or `Duration`
+        /// holds (NaN, an infinite period, beyond ±292 billion years), by the view's name, so
+        /// that validation still reports them instead of a nearby value.
+        var unrepresentable: [String: TimeInterval] = [:]
 
         public init() {}
     }

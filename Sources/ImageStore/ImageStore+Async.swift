@@ -47,7 +47,7 @@ extension ImageStore {
                         validators: CacheValidators = CacheValidators(),
                         durability: Durability = .storeDefault) async throws -> EntryInfo {
             try Task.checkCancellation()
-            let write = try store.preparePut(data, for: url, ttl: expiry.seconds(from: store.configuration.clock()),
+            let write = try store.preparePut(data, for: url, expiry: expiry,
                                              validators: validators, durability: durability)
             try await write.path.appendAsync(write.entry, durability: write.durability)
             return store.finished(write)
@@ -61,7 +61,7 @@ extension ImageStore {
                         validators: CacheValidators = CacheValidators(),
                         durability: Durability = .storeDefault) async throws -> EntryInfo {
             try Task.checkCancellation()
-            let write = try store.preparePut(image.data, for: url, ttl: expiry.seconds(from: store.configuration.clock()),
+            let write = try store.preparePut(image.data, for: url, expiry: expiry,
                                              validators: validators, durability: durability, validated: image)
             try await write.path.appendAsync(write.entry, durability: write.durability)
             return store.finished(write)
@@ -72,7 +72,7 @@ extension ImageStore {
         public func refresh(_ url: String, expiry: Expiry, validators: CacheValidators? = nil,
                             durability: Durability = .storeDefault) async throws -> EntryInfo? {
             try Task.checkCancellation()
-            guard let write = try store.prepareRefresh(url, ttl: expiry.seconds(from: store.configuration.clock()),
+            guard let write = try store.prepareRefresh(url, expiry: expiry,
                                                        validators: validators, durability: durability) else { return nil }
             try await write.path.appendAsync(write.entry, durability: write.durability)
             return store.finished(write)

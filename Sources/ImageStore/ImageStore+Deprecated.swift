@@ -13,7 +13,7 @@ extension ImageStore {
     @discardableResult
     public func put(_ data: Data, for url: String, ttl: TimeInterval?, validators: CacheValidators = CacheValidators(),
                     durability: Durability? = nil) throws(ImageStoreError) -> EntryInfo {
-        let write = try preparePut(data, for: url, ttl: ttl, validators: validators, durability: durability ?? .storeDefault)
+        let write = try preparePut(data, for: url, expiry: ExpiryPolicy.expiry(ttl: ttl), validators: validators, durability: durability ?? .storeDefault)
         try write.path.append(write.entry, durability: write.durability)
         return finished(write)
     }
@@ -23,7 +23,7 @@ extension ImageStore {
     @discardableResult
     public func refresh(_ url: String, ttl: TimeInterval?, validators: CacheValidators? = nil,
                         durability: Durability? = nil) throws(ImageStoreError) -> EntryInfo? {
-        guard let write = try prepareRefresh(url, ttl: ttl, validators: validators,
+        guard let write = try prepareRefresh(url, expiry: ExpiryPolicy.expiry(ttl: ttl), validators: validators,
                                              durability: durability ?? .storeDefault) else { return nil }
         try write.path.append(write.entry, durability: write.durability)
         return finished(write)

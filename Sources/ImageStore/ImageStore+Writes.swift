@@ -17,7 +17,7 @@ extension ImageStore {
     /// Checks a put and builds its record. `validated` carries facts this store's validator
     /// produced for exactly these bytes (the loader's), so they are not validated twice.
     /// - Throws: everything `put` throws before anything is written.
-    func preparePut(_ data: Data, for url: String, ttl: TimeInterval?, validators: CacheValidators,
+    func preparePut(_ data: Data, for url: String, expiry: Expiry, validators: CacheValidators,
                     durability: Durability, validated: ValidatedImage? = nil) throws(ImageStoreError) -> PreparedWrite {
         try checkOpen()
         let writes = try writePath()
@@ -32,12 +32,12 @@ extension ImageStore {
             facts = try validate(data, url: normalized)
         }
         let now = Self.milliseconds(configuration.clock())
-        let expiry = try policy.expiry(now: now, ttl: ttl)
+        let lifetime = try policy.expiry(now: now, expiry)
         var record = EntryRecord(
             url: normalized, cacheKey: cacheKey, byteCount: data.count,
             checksum: data.withUnsafeBytes(Checksum.blob), createdAt: now,
-            expiresAt: expiry.expiresAt, lastAccess: now, facts: facts, validators: validators)
-        record.slidingSeconds = expiry.slidingSeconds
+            expiresAt: lifetime.expiresAt, lastAccess: now, facts: facts, validators: validators)
+        record.slidingSeconds = lifetime.slidingSeconds
         let write = PreparedWrite(
             path: writes, entry: .put(record, data), durability: try resolved(durability), record: record, isPut: true)
         try checkWritable(write)
@@ -46,19 +46,19 @@ extension ImageStore {
 
     /// Checks a refresh and builds its renewal: the entry's record with a new lifetime and
     /// validators, logged without the bytes (`LogEntry.renew`); nil when there is no entry.
-    func prepareRefresh(_ url: String, ttl: TimeInterval?, validators: CacheValidators?,
+    func prepareRefresh(_ url: String, expiry: Expiry, validators: CacheValidators?,
                         durability: Durability) throws(ImageStoreError) -> PreparedWrite? {
         try checkOpen()
         let writes = try writePath()
         guard let current = try image(for: url, allowingStale: true) else { return nil }
         let (normalized, cacheKey) = try keys(for: url)
         let now = Self.milliseconds(configuration.clock())
-        let expiry = try policy.expiry(now: now, ttl: ttl)
+        let lifetime = try policy.expiry(now: now, expiry)
         var record = EntryRecord(
             url: normalized, cacheKey: cacheKey, byteCount: current.data.count, checksum: current.info.checksum,
-            createdAt: Self.milliseconds(current.info.createdAt), expiresAt: expiry.expiresAt,
+            createdAt: Self.milliseconds(current.info.createdAt), expiresAt: lifetime.expiresAt,
             lastAccess: now, facts: current.info.facts, validators: validators ?? current.info.validators)
-        record.slidingSeconds = expiry.slidingSeconds
+        record.slidingSeconds = lifetime.slidingSeconds
         // Only the record is logged (a renew record), never the bytes again.
         let write = PreparedWrite(path: writes, entry: .renew(record, bytes: current.data), durability: try resolved(durability), record: record)
         try checkWritable(write)

@@ -72,7 +72,7 @@ public final class ImageStore: Sendable {
             let writerLock: WriterLock?
             (tier, writerLock) = try DurableTier.open(path: path, configuration: configuration)
             if let writerLock {
-                if writerLock.waitedSeconds > 0 { counters.events.emit(.waitedForWriterLock(seconds: writerLock.waitedSeconds)) }
+                if writerLock.waitedSeconds > 0 { counters.events.emit(.waitedForWriterLock(for: .seconds(writerLock.waitedSeconds))) }
                 let maintenance = StoreMaintenance(
                     tier: tier, policy: policy, counters: counters, clock: { Self.milliseconds(clock()) },
                     onRemoved: { memory?.invalidate($0) })
@@ -94,7 +94,7 @@ public final class ImageStore: Sendable {
                 // Over its budget already (opened with a lower one, or the disk filled first):
                 // evict now, since on a full disk no write would get as far as the applier.
                 _ = tier.writer.sync { [counters] in counters.events.attempt(.diskBudget) { () throws(ImageStoreError) in try maintenance.enforceBudget() } }
-                if let interval = configuration.sweepInterval { maintenance.startSweeping(every: interval) }
+                if let period = configuration.sweepPeriod { maintenance.startSweeping(every: period) }
             } else {
                 maintenance = nil
                 writes = nil
@@ -155,7 +155,7 @@ public final class ImageStore: Sendable {
 
 
     /// Deletes every expired entry now, in batches (the background sweeper does the same
-    /// every `Configuration.sweepInterval`). With `dryRun`, only counts what would go.
+    /// every `Configuration.sweepPeriod`). With `dryRun`, only counts what would go.
     /// - Throws: `readOnly` (unless `dryRun`), storage errors, `closed`.
     @discardableResult
     public func sweepExpired(dryRun: Bool = false) throws(ImageStoreError) -> SweepReport {
@@ -201,7 +201,7 @@ public final class ImageStore: Sendable {
     /// it at once. Blocks the calling thread on I/O: from Swift concurrency, call the `async`
     /// form (ImageStore+Async.swift), which suspends instead.
     /// - Parameters:
-    ///   - expiry: when the entry expires; `.storeDefault` for `Configuration.defaultTTL`.
+    ///   - expiry: when the entry expires; `.storeDefault` for `Configuration.defaultExpiry`.
     ///   - validators: the origin's `ETag`/`Last-Modified`, kept for revalidation.
     /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `emptyData`, `entryTooLarge`,
     ///   `invalidImage`, `invalidArgument` (an expiry or batch interval out of range; all before
@@ -214,7 +214,7 @@ public final class ImageStore: Sendable {
     public func put(_ data: Data, for url: String, expiry: Expiry = .storeDefault,
                     validators: CacheValidators = CacheValidators(),
                     durability: Durability = .storeDefault) throws(ImageStoreError) -> EntryInfo {
-        let write = try preparePut(data, for: url, ttl: expiry.seconds(from: configuration.clock()),
+        let write = try preparePut(data, for: url, expiry: expiry,
                                    validators: validators, durability: durability)
         try write.path.append(write.entry, durability: write.durability)
         return finished(write)
@@ -224,13 +224,13 @@ public final class ImageStore: Sendable {
     /// `304 Not Modified` answer to a revalidation means. Returns nil when there is no entry.
     /// Blocks on I/O like `put`; the `async` form suspends instead.
     /// - Parameters:
-    ///   - expiry: when it expires again (`.storeDefault`: the default TTL from now).
+    ///   - expiry: when it expires again (`.storeDefault`: `Configuration.defaultExpiry` from now).
     ///   - validators: new validators, or nil to keep the entry's.
     /// - Throws: as `put` (no validation errors: the bytes are not validated again).
     @discardableResult
     public func refresh(_ url: String, expiry: Expiry, validators: CacheValidators? = nil,
                         durability: Durability = .storeDefault) throws(ImageStoreError) -> EntryInfo? {
-        guard let write = try prepareRefresh(url, ttl: expiry.seconds(from: configuration.clock()),
+        guard let write = try prepareRefresh(url, expiry: expiry,
                                              validators: validators, durability: durability) else { return nil }
         try write.path.append(write.entry, durability: write.durability)
         return finished(write)

@@ -25,7 +25,7 @@ extension ImageLoader.Statistics {
 extension CompactionReport {
     /// An empty report.
     public init() {
-        self.init(bytesBefore: 0, bytesAfter: 0, expiredPurged: 0, quarantinePurged: 0, seconds: 0, dryRun: false)
+        self.init(bytesBefore: 0, bytesAfter: 0, expiredPurged: 0, quarantinePurged: 0, duration: .zero, dryRun: false)
     }
 }
 

@@ -13,7 +13,7 @@ public func makeConfiguration(
     configuration.initialMapSize = initialMapSize
     configuration.maxMapSize = maxMapSize
     configuration.logSegmentBytes = 1 << 20
-    configuration.sweepInterval = nil
+    configuration.sweepPeriod = nil
     if let clock { configuration.clock = clock.source }
     return configuration
 }

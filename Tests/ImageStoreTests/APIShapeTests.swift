@@ -34,7 +34,7 @@ import Testing
         var configuration = makeConfiguration()
         configuration.durability = .batched(within: .milliseconds(50))
         try withTemporaryStore(configuration) { store throws in
-            #expect(try store.resolved(.storeDefault) == .batched(interval: 0.05))
+            #expect(try store.resolved(.storeDefault) == .batched(within: .milliseconds(50)))
             #expect(try store.resolved(.sync) == .sync)
         }
         configuration.durability = .storeDefault
@@ -52,7 +52,6 @@ import Testing
         let clock = ManualClock()
         var configuration = makeConfiguration(clock: clock)
         configuration.defaultExpiry = .after(.seconds(100))
-        #expect(configuration.defaultTTL == 100)
         try withTemporaryStore(configuration) { store throws in
             let now = clock.source()
             #expect(try store.put(Self.bytes, for: "https://x.test/default").expiresAt == now.addingTimeInterval(100))
@@ -64,21 +63,17 @@ import Testing
             #expect(try store.refresh("https://x.test/never", expiry: .after(.seconds(5)))?.expiresAt == now.addingTimeInterval(5))
             #expect(throws: ImageStoreError.self) { try store.put(Self.bytes, for: "https://x.test/bad", expiry: .after(.seconds(-1))) }
         }
-        configuration.defaultExpiry = .never
-        #expect(configuration.defaultTTL == nil)
         configuration.defaultExpiry = .storeDefault
         try withTemporaryDirectory { directory throws in
             #expect(throws: ImageStoreError.self) { try ImageStore(path: directory, configuration: configuration) }
         }
     }
 
-    @Test func theLoadersIntervalsReadAsDurations() {
-        var configuration = ImageLoader.Configuration()
-        configuration.downloadTimeout = .seconds(5)
-        configuration.minLifetime = .seconds(1)
-        configuration.defaultExpiry = .after(.seconds(90))
-        #expect(configuration.timeout == 5 && configuration.minTTL == 1 && configuration.defaultTTL == 90)
-        #expect(configuration.maxLifetime == .seconds(30 * 86_400))
+    @Test func theLoadersIntervalsAreDurations() {
+        let configuration = ImageLoader.Configuration()
+        #expect(configuration.downloadTimeout == .seconds(30) && configuration.minLifetime == .seconds(60))
+        #expect(configuration.defaultExpiry == .after(.seconds(86_400)) && configuration.negativeCacheLifetime == .seconds(10))
+        #expect(configuration.maxLifetime == .seconds(30 * 86_400) && configuration.maxStaleness == nil)
     }
 
     // MARK: - Names and overloads

@@ -18,10 +18,10 @@ import Testing
 
     /// Puts `entries` in a store at `directory`, closes it (applied to LMDB), and reopens it.
     private func reopened(_ directory: String, _ configuration: ImageStore.Configuration,
-                          with entries: [(url: String, data: Data)], ttl: TimeInterval? = nil) throws -> ImageStore {
+                          with entries: [(url: String, data: Data)], expiry: Expiry = .storeDefault) throws -> ImageStore {
         do {
             let store = try ImageStore(path: directory, configuration: configuration)
-            for entry in entries { try store.put(entry.data, for: entry.url, ttl: ttl) }
+            for entry in entries { try store.put(entry.data, for: entry.url, expiry: expiry) }
             store.close()
         }
         return try ImageStore(path: directory, configuration: configuration)
@@ -108,13 +108,13 @@ import Testing
     @Test func anExpiredEntryIsNilAndTheBodyNeverRuns() throws {
         try withTemporaryDirectory { directory throws in
             let clock = ManualClock()
-            let store = try reopened(directory, diskOnly(clock: clock), with: [(url, bytes)], ttl: 10)
+            let store = try reopened(directory, diskOnly(clock: clock), with: [(url, bytes)], expiry: .after(.seconds(10)))
             defer { store.close() }
             var calls = 0
             #expect(try store.withImage(for: url) { _, _ in calls += 1 } != nil)
             clock.advance(by: 10)
             #expect(try store.withImage(for: url) { _, _ in calls += 1 } == nil)
-            try store.put(bytes, for: url, ttl: 5)  // in the log's pending index
+            try store.put(bytes, for: url, expiry: .after(.seconds(5)))  // in the log's pending index
             clock.advance(by: 5)
             #expect(try store.withImage(for: url) { _, _ in calls += 1 } == nil)
             #expect(calls == 1)

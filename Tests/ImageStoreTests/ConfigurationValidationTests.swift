@@ -6,38 +6,58 @@ import Testing
 /// Every number a caller gives the store is range-checked: out of range is `invalidArgument`,
 /// never a trap, and nothing is stored.
 @Suite struct ConfigurationValidationTests {
-    @Test(arguments: [1e16, -1, .nan, -.infinity, ImageStore.Configuration.maxTTL + 1])
-    func aTTLOutOfRangeIsATypedError(ttl: Double) throws {
+    static let longest = ImageStore.Configuration.maxLifetime
+    static let year = ImageStore.Configuration.maxPeriod
+
+    // MARK: - Lifetimes and intervals of a write
+
+    @Test(arguments: [Duration.seconds(1e16), .seconds(-1), .nanoseconds(-1), longest + .nanoseconds(1),
+                      .seconds(Int64.max), .seconds(Int64.min)])
+    func anExpiryOutOfRangeIsATypedError(lifetime: Duration) throws {
         try withTemporaryStore { store throws in
-            #expect {
-                try store.put(Data([1, 2, 3]), for: "https://x.test/a", ttl: ttl)
-            } throws: { error in
-                guard case .invalidArgument(name: "ttl", _, _)? = error as? ImageStoreError else { return false }
-                return true
+            #expect(throws: ImageStoreError.invalidArgument(
+                name: "expiry", value: "\(lifetime)", allowed: "from 0 to \(Self.longest) (100 years), or Expiry.never")) {
+                try store.put(Data([1, 2, 3]), for: "https://x.test/a", expiry: .after(lifetime))
             }
             #expect(try store.entries().isEmpty)
         }
     }
 
-    @Test func theLongestTTLAndNeverAreAccepted() throws {
+    @Test func aMomentBeyondTheLongestLifetimeIsATypedError() throws {
         try withTemporaryStore { store throws in
-            let longest = try store.put(Data([1]), for: "https://x.test/a", ttl: ImageStore.Configuration.maxTTL)
-            #expect(longest.expiresAt != nil)
-            #expect(try store.put(Data([1]), for: "https://x.test/b", ttl: ImageStore.never).expiresAt == nil)
-            #expect(try store.put(Data([1]), for: "https://x.test/c", ttl: 0).expiresAt != nil)
-        }
-    }
-
-    @Test func aBatchIntervalOutOfRangeIsATypedError() throws {
-        try withTemporaryStore { store throws in
-            for interval in [0, -1, .nan, .infinity, 1e300] as [Double] {
-                #expect(throws: ImageStoreError.self) {
-                    try store.put(Data([1]), for: "https://x.test/a", durability: .batched(interval: interval))
+            for moment in [Date.distantFuture, Date(timeIntervalSince1970: 1e300)] {
+                #expect {
+                    try store.put(Data([1]), for: "https://x.test/a", expiry: .at(moment))
+                } throws: { error in
+                    guard case .invalidArgument(name: "expiry", _, _)? = error as? ImageStoreError else { return false }
+                    return true
                 }
             }
             #expect(try store.entries().isEmpty)
         }
     }
+
+    @Test func theLongestLifetimeZeroAndNeverAreAccepted() throws {
+        try withTemporaryStore { store throws in
+            #expect(try store.put(Data([1]), for: "https://x.test/a", expiry: .after(Self.longest)).expiresAt != nil)
+            #expect(try store.put(Data([1]), for: "https://x.test/b", expiry: .never).expiresAt == nil)
+            #expect(try store.put(Data([1]), for: "https://x.test/c", expiry: .after(.zero)).expiresAt != nil)
+            #expect(try store.put(Data([1]), for: "https://x.test/d", expiry: .at(.distantPast)).expiresAt != nil)
+        }
+    }
+
+    @Test(arguments: [Duration.zero, .seconds(-1), year + .nanoseconds(1), .seconds(Int64.max)])
+    func aBatchIntervalOutOfRangeIsATypedError(interval: Duration) throws {
+        try withTemporaryStore { store throws in
+            #expect(throws: ImageStoreError.invalidArgument(
+                name: "durability batched interval", value: "\(interval)", allowed: "greater than 0 and at most \(Self.year) (one year)")) {
+                try store.put(Data([1]), for: "https://x.test/a", durability: .batched(within: interval))
+            }
+            #expect(try store.entries().isEmpty)
+        }
+    }
+
+    // MARK: - The configuration
 
     /// Sets `field` of `configuration` to a value out of its range.
     private static func breaking(_ field: String, _ configuration: inout ImageStore.Configuration) {
@@ -50,12 +70,12 @@ import Testing
         case "memoryCostLimit": configuration.memoryCostLimit = -1
         case "memoryCountLimit": configuration.memoryCountLimit = -1
         case "memoryMaxEntryBytes": configuration.memoryMaxEntryBytes = -1
-        case "defaultTTL": configuration.defaultTTL = 1e16
-        case "sweepInterval": configuration.sweepInterval = .infinity
+        case "defaultExpiry": configuration.defaultExpiry = .after(.seconds(1e16))
+        case "sweepPeriod": configuration.sweepPeriod = .zero
         case "sweepBatchSize": configuration.sweepBatchSize = 0
         case "maxDiskBytes": configuration.maxDiskBytes = 0
         case "diskBudgetLowWatermark": configuration.diskBudgetLowWatermark = .nan
-        case "durability": configuration.durability = .batched(interval: .infinity)
+        case "durability": configuration.durability = .batched(within: .seconds(Int64.max))
         case "logSegmentBytes": configuration.logSegmentBytes = 0
         case "maxUnappliedBytes": configuration.maxUnappliedBytes = 0
         default: Issue.record("no such field \(field)")
@@ -64,13 +84,54 @@ import Testing
 
     @Test(arguments: [
         "maxEntryBytes", "maxURLBytes", "initialMapSize", "maxMapSize", "maxReaders", "memoryCostLimit", "memoryCountLimit",
-        "memoryMaxEntryBytes", "defaultTTL", "sweepInterval", "sweepBatchSize", "maxDiskBytes", "diskBudgetLowWatermark",
+        "memoryMaxEntryBytes", "defaultExpiry", "sweepPeriod", "sweepBatchSize", "maxDiskBytes", "diskBudgetLowWatermark",
         "durability", "logSegmentBytes", "maxUnappliedBytes",
     ])
     func aConfigurationFieldOutOfRangeFailsTheOpenAndCreatesNothing(field: String) throws {
+        var configuration = makeConfiguration()
+        Self.breaking(field, &configuration)
+        try Self.expectRefused(configuration, naming: field)
+    }
+
+    /// Each interval field's values just out of range, and the values no such field may hold.
+    static let badIntervals: [(field: String, apply: @Sendable (inout ImageStore.Configuration) -> Void)] = [
+        ("defaultExpiry", { $0.defaultExpiry = .after(.seconds(-1)) }),
+        ("defaultExpiry", { $0.defaultExpiry = .after(longest + .nanoseconds(1)) }),
+        ("defaultExpiry", { $0.defaultExpiry = .after(.seconds(Int64.max)) }),
+        ("defaultExpiry", { $0.defaultExpiry = .storeDefault }),
+        ("defaultExpiry", { $0.defaultExpiry = .at(Date()) }),
+        ("sweepPeriod", { $0.sweepPeriod = .seconds(-1) }),
+        ("sweepPeriod", { $0.sweepPeriod = year + .nanoseconds(1) }),
+        ("sweepPeriod", { $0.sweepPeriod = .seconds(Int64.min) }),
+        ("durability", { $0.durability = .batched(within: .zero) }),
+        ("durability", { $0.durability = .batched(within: .seconds(-1)) }),
+    ]
+
+    @Test(arguments: 0..<badIntervals.count)
+    func anIntervalOutOfRangeFailsTheOpenNamingItsField(index: Int) throws {
+        var configuration = makeConfiguration()
+        Self.badIntervals[index].apply(&configuration)
+        try Self.expectRefused(configuration, naming: Self.badIntervals[index].field)
+    }
+
+    @Test func theEdgesOfEachIntervalAreAccepted() throws {
+        var configuration = makeConfiguration()
+        configuration.defaultExpiry = .after(Self.longest)
+        configuration.sweepPeriod = Self.year
+        configuration.durability = .batched(within: Self.year)
+        try withTemporaryStore(configuration) { _ in }
+        configuration.defaultExpiry = .after(.zero)
+        configuration.sweepPeriod = .nanoseconds(1)
+        configuration.durability = .batched(within: .nanoseconds(1))
+        try withTemporaryStore(configuration) { _ in }
+        configuration.defaultExpiry = .never
+        configuration.sweepPeriod = nil
+        try withTemporaryStore(configuration) { _ in }
+    }
+
+    /// Opening with `configuration` fails with `invalidArgument` naming `field`, and creates nothing.
+    static func expectRefused(_ configuration: ImageStore.Configuration, naming field: String) throws {
         try withTemporaryDirectory { directory in
-            var configuration = makeConfiguration()
-            Self.breaking(field, &configuration)
             #expect {
                 try ImageStore(path: directory + "/s", configuration: configuration)
             } throws: { error in

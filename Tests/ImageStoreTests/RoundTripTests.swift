@@ -99,7 +99,7 @@ import Testing
     @Test func expiredEntriesReadAsAbsent() throws {
         let clock = ManualClock()
         try withTemporaryStore(makeConfiguration(clock: clock)) { store in
-            try store.put(Data([1]), for: "https://x.test/short", ttl: 60)
+            try store.put(Data([1]), for: "https://x.test/short", expiry: .after(.seconds(60)))
             try store.put(Data([2]), for: "https://x.test/forever")
             clock.advance(by: 59)
             #expect(try store.get("https://x.test/short") != nil)
@@ -115,7 +115,7 @@ import Testing
     @Test func expiredEntriesAreAvailableAsStaleOnRequest() throws {
         let clock = ManualClock()
         try withTemporaryStore(makeConfiguration(clock: clock)) { store throws in
-            try store.put(Data([1, 2]), for: "https://x.test/a", ttl: 10)
+            try store.put(Data([1, 2]), for: "https://x.test/a", expiry: .after(.seconds(10)))
             #expect(try store.get("https://x.test/a", allowingStale: true)?.isStale == false)
             clock.advance(by: 11)
             #expect(try store.get("https://x.test/a") == nil)
@@ -129,16 +129,16 @@ import Testing
         let clock = ManualClock()
         try withTemporaryStore(makeConfiguration(clock: clock)) { store throws in
             let validators = CacheValidators(etag: "W/\"abc\"", lastModified: "Tue, 15 Nov 1994 12:45:26 GMT")
-            try store.put(Data([7, 7]), for: "https://x.test/a", ttl: 10, validators: validators)
+            try store.put(Data([7, 7]), for: "https://x.test/a", expiry: .after(.seconds(10)), validators: validators)
             #expect(try store.get("https://x.test/a")?.info.validators == validators)
             clock.advance(by: 20)
-            let refreshed = try #require(try store.refresh("https://x.test/a", ttl: 60))
+            let refreshed = try #require(try store.refresh("https://x.test/a", expiry: .after(.seconds(60))))
             #expect(refreshed.validators == validators)
             #expect(refreshed.expiresAt == clock.now.addingTimeInterval(60))
             let image = try #require(try store.get("https://x.test/a"))
             #expect(image.data == Data([7, 7]))
             #expect(!image.isStale)
-            #expect(try store.refresh("https://x.test/missing", ttl: 1) == nil)
+            #expect(try store.refresh("https://x.test/missing", expiry: .after(.seconds(1))) == nil)
         }
     }
 }

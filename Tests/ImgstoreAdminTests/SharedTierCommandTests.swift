@@ -48,7 +48,7 @@ struct SharedTierCommandTests {
     static func openReadOnly(_ path: String) throws -> ImageStore {
         var configuration = ImageStore.Configuration()
         configuration.readOnly = true
-        configuration.sweepInterval = nil
+        configuration.sweepPeriod = nil
         return try ImageStore(path: path, configuration: configuration)
     }
 

@@ -29,7 +29,7 @@ let s3 = S3Configuration(endpoint: URL(string: arguments[2])!, bucket: arguments
                          connectTimeout: .seconds(5), requestTimeout: .seconds(10))
 let tier = try SharedTier(configuration: .init(s3: s3))
 var loaderConfiguration = ImageLoader.Configuration()
-loaderConfiguration.timeout = 60
+loaderConfiguration.downloadTimeout = .seconds(60)
 let loader = try ImageLoader(store: store, configuration: loaderConfiguration, sharedTier: tier)
 
 func load(_ list: [String], as label: String) async {

@@ -56,7 +56,7 @@ final class Beats: @unchecked Sendable {
 func poolHeartbeat(directory: String, seconds: Int, writers: Int, syncDelay: Int, mode: String) throws -> Never {
     var configuration = ImageStore.Configuration()
     configuration.validation = .none
-    configuration.sweepInterval = nil
+    configuration.sweepPeriod = nil
     configuration.logFileSystem = SlowSyncLogFileSystem(delayMilliseconds: syncDelay)
     let store = try ImageStore(path: directory, configuration: configuration)
     let payload = blob(1, seed: 7)

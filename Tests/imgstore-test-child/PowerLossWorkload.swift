@@ -27,7 +27,7 @@ struct PowerLossWorkload {
     init(directory: String, mode: String, seed: UInt64) {
         self.directory = directory
         durability = switch mode {
-        case "batched": .batched(interval: 0.05)
+        case "batched": .batched(within: .milliseconds(50))
         case "none": .none
         default: .sync
         }
@@ -124,7 +124,7 @@ struct PowerLossWorkload {
         configuration.validation = .none
         configuration.logSegmentBytes = 256 << 10
         configuration.initialMapSize = 1 << 20
-        configuration.sweepInterval = nil
+        configuration.sweepPeriod = nil
         return try ImageStore(path: path, configuration: configuration)
     }
 }

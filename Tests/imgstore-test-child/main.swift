@@ -58,7 +58,7 @@ func blob(_ n: Int, seed: UInt64) -> Data {
 
 func durability(_ name: String) -> Durability {
     switch name {
-    case "batched": .batched(interval: 0.05)
+    case "batched": .batched(within: .milliseconds(50))
     case "none": .none
     default: .sync
     }
@@ -139,7 +139,7 @@ do {
         let store = try open(arguments[1])
         let seed = UInt64(arguments[3])!
         for n in 0..<Int(arguments[2])! {
-            try store.put(blob(n, seed: seed), for: madeURL(n), ttl: 86_400, durability: .none)
+            try store.put(blob(n, seed: seed), for: madeURL(n), expiry: .after(.seconds(86_400)), durability: .storeDefault)
         }
         try store.checkpoint()
         store.close()

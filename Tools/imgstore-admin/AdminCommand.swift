@@ -35,7 +35,7 @@ struct CommandContext {
         if access != .create { try requireStore(missingStatus: missingStatus) }
         var configuration = configuration
         configuration.readOnly = access == .read
-        if access == .read { configuration.sweepInterval = nil }
+        if access == .read { configuration.sweepPeriod = nil }
         let store: ImageStore
         do { store = try ImageStore(path: storePath, configuration: configuration) } catch {
             throw failure(error)

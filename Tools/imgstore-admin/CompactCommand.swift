@@ -37,6 +37,6 @@ enum CompactCommand: AdminCommand {
         let verb = report.dryRun ? "would shrink" : "shrank"
         context.print("\(verb) data.mdb from \(report.bytesBefore) to \(report.bytesAfter) bytes"
             + " (\(report.expiredPurged) expired, \(report.quarantinePurged) quarantined entries purged)"
-            + String(format: " in %.3f s", report.seconds))
+            + String(format: " in %.3f s", report.duration.seconds))
     }
 }

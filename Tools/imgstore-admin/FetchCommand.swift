@@ -30,7 +30,7 @@ enum FetchCommand: AdminCommand {
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         var configuration = ImageLoader.Configuration()
-        if let seconds = try Options.seconds("--timeout", arguments, limit: 86_400) { configuration.timeout = seconds }
+        if let timeout = try Options.duration("--timeout", arguments, limit: 86_400) { configuration.downloadTimeout = timeout }
         if let count = try Options.count("--concurrency", arguments, in: 1...1024) { configuration.maxConcurrentDownloads = count }
         let tier = try SharedTierOptions.tier(arguments, breaker: true)
         let store = try context.openStore(.create)

@@ -62,7 +62,7 @@ enum ImportCommand: AdminCommand {
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         let directory = arguments.positionals[0]
-        let ttl = try Options.ttl(arguments)
+        let expiry = try Options.expiry(arguments)
         let durability = try Options.durability(arguments)
         let json = arguments.has("--json")
         if arguments.value("--manifest") != nil && arguments.value("--base-url") != nil {
@@ -107,7 +107,7 @@ enum ImportCommand: AdminCommand {
                 continue
             }
             do {
-                let info = try store.put(data, for: url, ttl: ttl, durability: durability)
+                let info = try store.put(data, for: url, expiry: expiry, durability: durability)
                 // The put has returned: the entry is as durable as `durability` asks, so it may be reported.
                 imported += 1
                 if json {

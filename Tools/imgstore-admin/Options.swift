@@ -4,35 +4,35 @@ import ImageStore
 /// The numeric and enumerated options several commands share, each range-checked so that a
 /// bad value is a usage error (64) naming the flag, never a trap further down.
 enum Options {
-    /// `--ttl SECONDS|never`: nil when absent.
-    static func ttl(_ arguments: ParsedArguments) throws(CommandFailure) -> TimeInterval? {
-        guard let value = arguments.value("--ttl") else { return nil }
-        if value == "never" { return ImageStore.never }
-        let limit = ImageStore.Configuration.maxTTL
+    /// `--ttl SECONDS|never`: `.storeDefault` when absent.
+    static func expiry(_ arguments: ParsedArguments) throws(CommandFailure) -> Expiry {
+        guard let value = arguments.value("--ttl") else { return .storeDefault }
+        if value == "never" { return .never }
+        let limit = ImageStore.Configuration.maxLifetime.seconds
         guard let seconds = Double(value), seconds > 0, seconds <= limit else {
             throw ArgumentParser.usage("--ttl needs a number of seconds greater than 0 and at most \(Int(limit)) (100 years), or never; got '\(value)'")
         }
-        return seconds
+        return .after(.seconds(seconds))
     }
 
-    /// `--durability sync|batched|none`: nil when absent.
-    static func durability(_ arguments: ParsedArguments) throws(CommandFailure) -> Durability? {
+    /// `--durability sync|batched|none`: `.storeDefault` when absent.
+    static func durability(_ arguments: ParsedArguments) throws(CommandFailure) -> Durability {
         switch arguments.value("--durability") {
-        case nil: return nil
+        case nil: return .storeDefault
         case "sync": return .sync
-        case "batched": return .batched(interval: Durability.defaultBatchInterval)
-        case "none": return Durability.none
+        case "batched": return .batched(within: Durability.defaultBatchWindow)
+        case "none": return .background
         case let other?: throw ArgumentParser.usage("--durability must be sync, batched or none; got '\(other)'")
         }
     }
 
-    /// A number of seconds in `0 < s <= limit`, or nil when `option` is absent.
-    static func seconds(_ option: String, _ arguments: ParsedArguments, limit: Double) throws(CommandFailure) -> Double? {
+    /// A number of seconds in `0 < s <= limit`, as a `Duration`, or nil when `option` is absent.
+    static func duration(_ option: String, _ arguments: ParsedArguments, limit: Double) throws(CommandFailure) -> Duration? {
         guard let value = arguments.value(option) else { return nil }
         guard let seconds = Double(value), seconds > 0, seconds <= limit else {
             throw ArgumentParser.usage("\(option) needs a number of seconds greater than 0 and at most \(Int(limit)); got '\(value)'")
         }
-        return seconds
+        return .seconds(seconds)
     }
 
     /// A whole number in `range`, or nil when `option` is absent.

@@ -24,12 +24,12 @@ enum PutCommand: AdminCommand {
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         let (url, file) = (arguments.positionals[0], arguments.positionals[1])
-        let ttl = try Options.ttl(arguments)
+        let expiry = try Options.expiry(arguments)
         let durability = try Options.durability(arguments)
         let data = try readFile(file, limit: ImageStore.Configuration().maxEntryBytes)
         let store = try context.openStore(.create, configuration: configuration(arguments))
         let info = try CommandFailure.mapping { () throws(ImageStoreError) in
-            let info = try store.put(data, for: url, ttl: ttl, durability: durability)
+            let info = try store.put(data, for: url, expiry: expiry, durability: durability)
             // Applied to LMDB before exit 0: a put the store cannot apply (a damaged tree) is
             // exit 74, never a success that a read-only `get` could not see.
             try store.checkpoint()

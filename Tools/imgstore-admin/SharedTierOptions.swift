@@ -25,13 +25,13 @@ enum SharedTierOptions {
     static func tier(_ arguments: ParsedArguments, option: String = "--shared-tier",
                      breaker: Bool = false) throws(CommandFailure) -> SharedTier? {
         guard let url = arguments.value(option) else { return nil }
-        let seconds = try Options.seconds("--tier-timeout", arguments, limit: 3600) ?? 10
+        let timeout = try Options.duration("--tier-timeout", arguments, limit: 3600) ?? .seconds(10)
         let prefix = arguments.value("--prefix") ?? defaultPrefix
         do {
             var s3 = try S3Configuration(bucketURL: url)
             // A batch job, not a service's hot path: generous bounds instead of 200 ms / 1 s.
-            s3.connectTimeout = .milliseconds(Int64(seconds * 1000))
-            s3.requestTimeout = .milliseconds(Int64(seconds * 1000))
+            s3.connectTimeout = timeout
+            s3.requestTimeout = timeout
             var configuration = SharedTier.Configuration(s3: s3, prefix: prefix)
             if !breaker { configuration.breakerThreshold = Int.max }
             return try SharedTier(configuration: configuration)

@@ -104,11 +104,11 @@ enum WarmCommand: AdminCommand {
                 + "its metadata says \(entry.format) \(entry.width)x\(entry.height)")
         }
         // An absolute expiry beyond the store's limit is the tier's "never".
-        let expiry: Expiry = entry.expires.timeIntervalSinceNow > ImageStore.Configuration.maxTTL ? .never : .at(entry.expires)
+        let expiry: Expiry = entry.expires.timeIntervalSinceNow > ImageStore.Configuration.maxLifetime.seconds ? .never : .at(entry.expires)
         let validators = CacheValidators(etag: entry.originETag, lastModified: entry.originLastModified)
         do {
             try await store.async.put(image, for: url, expiry: expiry, validators: validators,
-                                      durability: .batched(interval: Durability.defaultBatchInterval))
+                                      durability: .batched(within: Durability.defaultBatchWindow))
         } catch let error as ImageStoreError {
             let failure = CommandFailure(storeError: error)
             return failure.code == .dataError ? .invalid("\(url): \(failure.message)") : .storeFailed(failure)

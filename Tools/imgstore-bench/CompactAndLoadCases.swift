@@ -98,7 +98,7 @@ enum CompactAndLoadCases {
         let payload = ImageCorpus.ladders[.jpeg]![1]
         let origin = SlowOrigin(delay: .milliseconds(5), body: payload)
         var configuration = ImageStore.Configuration()
-        configuration.durability = .batched(interval: 0.05)
+        configuration.durability = .batched(within: .milliseconds(50))
         let ours = options.scratch("load-loader")
         let naive = options.scratch("load-naive")
         defer { options.removeScratch(ours); options.removeScratch(naive) }

@@ -19,7 +19,7 @@ enum LongReaderCases {
         var configuration = ImageStore.Configuration()
         configuration.validation = .none
         configuration.memoryCostLimit = 0  // every get reads LMDB
-        configuration.sweepInterval = nil
+        configuration.sweepPeriod = nil
         let store: ImageStore
         let environment: Environment
         do {

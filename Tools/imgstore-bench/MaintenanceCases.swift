@@ -33,7 +33,7 @@ enum MaintenanceCases {
             let clock = ManualClock()
             var configuration = ImageStore.Configuration()
             configuration.clock = { clock.now.withLock { $0 } }
-            configuration.sweepInterval = nil
+            configuration.sweepPeriod = nil
             configuration.validation = .none
             let directory = options.scratch("expire-\(size)")
             let store: ImageStore
@@ -42,14 +42,15 @@ enum MaintenanceCases {
                 store.close()
                 options.removeScratch(directory)
             }
-            func put(_ key: Int, ttl: TimeInterval) {
-                do { try store.put(payload, for: "https://cdn.example.com/img/\(key).jpg", ttl: ttl, durability: .none) }
+            // `.storeDefault` (`.sync`) is what the deprecated `ttl:` put's `durability: .none` meant here.
+            func put(_ key: Int, lifetime: Duration) {
+                do { try store.put(payload, for: "https://cdn.example.com/img/\(key).jpg", expiry: .after(lifetime), durability: .storeDefault) }
                 catch { fail("expire.sweep put: \(error)") }
             }
             // The store's long-lived entries: a week, the default TTL.
             let fillStart = BenchmarkRunner.nanoseconds()
             for key in 0..<(size - expiredPerSweep) {
-                put(key, ttl: 7 * 86_400)
+                put(key, lifetime: .seconds(7 * 86_400))
                 // Settle now and then: filling far ahead of the applier slows puts down more and more (reported).
                 if key % 1_000 == 999 { do { _ = try store.statistics() } catch { fail("\(error)") } }
             }
@@ -58,7 +59,7 @@ enum MaintenanceCases {
             FileHandle.standardError.write(Data(String(format: "  filled %d entries: puts %.1f s, applied %.1f s\n", size, Double(fillPut - fillStart) / 1e9, Double(BenchmarkRunner.nanoseconds() - fillPut) / 1e9).utf8))
             var best: Measurement?
             for round in 0..<max(1, options.repetitions) {
-                for i in 0..<expiredPerSweep { put(size + round * expiredPerSweep + i, ttl: 60) }
+                for i in 0..<expiredPerSweep { put(size + round * expiredPerSweep + i, lifetime: .seconds(60)) }
                 do { _ = try store.statistics() } catch { fail("\(error)") }
                 clock.advance(120)
                 let t0 = BenchmarkRunner.nanoseconds()
@@ -92,7 +93,7 @@ enum MaintenanceCases {
         var configuration = ImageStore.Configuration()
         configuration.applyLog = false
         configuration.maxUnappliedBytes = 2 * logBytes + (64 << 20)
-        configuration.sweepInterval = nil
+        configuration.sweepPeriod = nil
         do {
             let writer = try ImageStore(path: directory, configuration: configuration)
             BenchmarkRunner.runThreads(4) { t in

@@ -41,7 +41,7 @@ enum StoreCases {
     /// 100 ms), LMDB batched, SQLite `synchronous=NORMAL`, files without fsync.
     static let batchedSystems: [Maker] = [
         Maker(name: "imgstore") {
-            ImgStoreSystem(path: $0, durability: .batched(interval: Durability.defaultBatchInterval))
+            ImgStoreSystem(path: $0, durability: .batched(within: Durability.defaultBatchWindow))
         },
         Maker(name: "lmdb-batched", batched: true) { RawLMDB(name: "lmdb-batched", path: $0) },
         Maker(name: "lmdb-batched-writemap", batched: true) {

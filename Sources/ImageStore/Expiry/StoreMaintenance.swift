@@ -71,10 +71,11 @@ final class StoreMaintenance: Sendable {
         onRemoved(removal.cacheKeys)
     }
 
-    /// Sweeps (and persists access times) every `interval` seconds of wall time until `stop`.
-    func startSweeping(every interval: TimeInterval) {
+    /// Sweeps (and persists access times) every `period` of wall time until `stop`.
+    func startSweeping(every period: Duration) {
         let source = DispatchSource.makeTimerSource(queue: tier.writer)
-        source.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(Int(interval * 100)))
+        let interval = period.seconds
+        source.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(Int(period.milliseconds / 10)))
         source.setEventHandler { [weak self] in
             guard let self else { return }
             counters.events.attempt(.sweep) { () throws(ImageStoreError) in _ = try sweep(dryRun: false) }

@@ -9,19 +9,19 @@ import FoundationNetworking
 /// Precedence: `no-store` (and `private`, for a shared cache) → not stored; `no-cache` →
 /// stored already expired, so every load revalidates; `s-maxage` (shared cache only), then
 /// `max-age`, then `Expires` − `Date`; then the configured default. The result, minus the
-/// response's `Age`, is clamped to `minTTL...maxTTL` — except `no-cache`, which is honoured
+/// response's `Age`, is clamped to `minLifetime...maxLifetime` — except `no-cache`, which is honoured
 /// as zero.
 struct HTTPFreshness: Equatable {
     /// Whether the response may be stored at all.
     var isStorable: Bool
-    /// Seconds from now until the stored entry expires.
-    var ttl: TimeInterval
+    /// How long from now until the stored entry expires.
+    var lifetime: Duration
 
-    static let doNotStore = HTTPFreshness(isStorable: false, ttl: 0)
+    static let doNotStore = HTTPFreshness(isStorable: false, lifetime: .zero)
 
-    init(isStorable: Bool, ttl: TimeInterval) {
+    init(isStorable: Bool, lifetime: Duration) {
         self.isStorable = isStorable
-        self.ttl = ttl
+        self.lifetime = lifetime
     }
 
     /// The freshness of a response with `headers` received at `now`, under `configuration`.
@@ -34,7 +34,7 @@ struct HTTPFreshness: Equatable {
         // `no-cache` with field names only restricts those fields; we keep no headers, so it
         // is the bare directive that matters.
         if let noCache = directives["no-cache"], noCache == nil {
-            self.init(isStorable: true, ttl: 0)
+            self.init(isStorable: true, lifetime: .zero)
             return
         }
         var lifetime: TimeInterval?
@@ -53,11 +53,12 @@ struct HTTPFreshness: Equatable {
             }
         }
         guard var lifetime else {
-            self.init(isStorable: true, ttl: Self.clamp(configuration.defaultTTL, configuration))
+            self.init(isStorable: true, lifetime: Self.clamp(configuration.defaultLifetime, configuration))
             return
         }
         if let age = headers["age"].flatMap(Self.deltaSeconds) { lifetime -= age }
-        self.init(isStorable: true, ttl: Self.clamp(lifetime, configuration))
+        // Finite: delta-seconds are at most 2^31, and HTTP-dates are within years 1–9999.
+        self.init(isStorable: true, lifetime: Self.clamp(.seconds(lifetime), configuration))
     }
 
     /// The response's headers with lowercased names (HTTP field names are case-insensitive).
@@ -70,8 +71,8 @@ struct HTTPFreshness: Equatable {
         return headers
     }
 
-    private static func clamp(_ ttl: TimeInterval, _ configuration: ImageLoader.Configuration) -> TimeInterval {
-        min(max(ttl, configuration.minTTL), configuration.maxTTL)
+    private static func clamp(_ lifetime: Duration, _ configuration: ImageLoader.Configuration) -> Duration {
+        min(max(lifetime, configuration.minLifetime), configuration.maxLifetime)
     }
 
     /// `Cache-Control` as directive name (lowercased) → argument (quotes removed), or nil

@@ -4,30 +4,32 @@ extension ImageLoader {
     /// How an `ImageLoader` treats origins' caching headers and failures. Every value has a
     /// default suited to a service loading web images; the README lists them.
     public struct Configuration: Sendable {
-        /// Seconds an image stays fresh when the response has no `Cache-Control` lifetime and
-        /// no `Expires`. Default one day. (Clamped like any other lifetime.)
-        public var defaultTTL: TimeInterval = 86_400
+        /// How long an image stays fresh when the response has no `Cache-Control` lifetime and
+        /// no `Expires`: `.after` a duration, clamped to `minLifetime...maxLifetime` like any
+        /// other lifetime. Default one day. (`.never`, `.at` and `.storeDefault` are refused as
+        /// `invalidArgument` naming `defaultExpiry`.)
+        public var defaultExpiry: Expiry = .after(.seconds(86_400)) { didSet { unrepresentable["defaultTTL"] = nil } }
         /// The shortest lifetime given to a stored image, whatever the origin says (`max-age=0`
         /// included), so a service does not revalidate an image on every request. Default 60 s.
         /// `Cache-Control: no-cache` is the exception: it is honoured as zero.
-        public var minTTL: TimeInterval = 60
+        public var minLifetime: Duration = .seconds(60) { didSet { unrepresentable["minTTL"] = nil } }
         /// The longest lifetime given to a stored image. Default 30 days.
-        public var maxTTL: TimeInterval = 30 * 86_400
-        /// Seconds a failed URL is remembered and not requested again (negative caching);
+        public var maxLifetime: Duration = .seconds(30 * 86_400) { didSet { unrepresentable["maxTTL"] = nil } }
+        /// How long a failed URL is remembered and not requested again (negative caching);
         /// loads in that window fail with `recentlyFailed` (or get the stale entry, if the
-        /// failure allows it). Default 10 s; 0 turns negative caching off.
-        public var negativeTTL: TimeInterval = 10
+        /// failure allows it). Default 10 s; zero turns negative caching off.
+        public var negativeCacheLifetime: Duration = .seconds(10) { didSet { unrepresentable["negativeTTL"] = nil } }
         /// When an expired entry is served rather than an error. Default
         /// `.onUnreachableOrServerError`.
         public var staleFallback: StaleFallback = .onUnreachableOrServerError
         /// How long past its expiry an entry may still be served stale; nil for no limit
         /// (the default: an old image beats none).
-        public var maxStaleAge: TimeInterval?
+        public var maxStaleness: Duration? { didSet { unrepresentable["maxStaleAge"] = nil } }
         /// Downloads running at once, across all URLs; more wait their turn. Default 8.
         public var maxConcurrentDownloads: Int = 8
-        /// Seconds one download may take from sending the request to the last body byte
+        /// How long one download may take from sending the request to the last body byte
         /// (the wait for a download slot is not counted). Default 30 s.
-        public var timeout: TimeInterval = 30
+        public var downloadTimeout: Duration = .seconds(30) { didSet { unrepresentable["timeout"] = nil } }
         /// Treat responses as a shared cache does (RFC 9111 §3.5, §5.2.2.10): `s-maxage` wins over
         /// `max-age`, and `private` responses are not stored. Default false: the store caches
         /// public images for one service, so `private` images are stored.
@@ -37,7 +39,11 @@ extension ImageLoader {
         /// How durably downloads (and 304 renewals) are stored. Default `.batched` (synced within
         /// 100 ms, no fsync wait per download): the origin is the source of truth, so a download
         /// a power cut loses is simply fetched again. `.storeDefault` uses the store's.
-        public var durability: Durability = .batched(interval: Durability.defaultBatchInterval)
+        public var durability: Durability = .batched(within: Durability.defaultBatchWindow)
+
+        /// Values given to the deprecated `TimeInterval` views that no `Duration` holds, by the
+        /// view's name, so that validation still reports them (Configuration+TimeIntervals.swift).
+        var unrepresentable: [String: TimeInterval] = [:]
 
         public init() {}
     }

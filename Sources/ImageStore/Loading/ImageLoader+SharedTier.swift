@@ -46,7 +46,7 @@ extension ImageLoader {
         let now = store.configuration.clock()
         guard shared.isFresh(at: now) else { return .expired(ExpiredSharedEntry(image: shared, validated: validated)) }
         // The absolute expiry, as the tier carries it: never longer than this loader allows.
-        let expiry = min(shared.expiresAt, now.addingTimeInterval(configuration.maxTTL))
+        let expiry = min(shared.expiresAt, now.addingTimeInterval(configuration.maxLifetime.seconds))
         do {
             let info = try await store.store(validated, for: url, expiry: .at(expiry), validators: shared.validators,
                                              durability: configuration.durability)
@@ -66,10 +66,10 @@ extension ImageLoader {
         let validators = CacheValidators(
             etag: headers["etag"] ?? expired.image.validators.etag,
             lastModified: headers["last-modified"] ?? expired.image.validators.lastModified)
-        let ttl = freshness.isStorable ? freshness.ttl : 0
+        let lifetime = freshness.isStorable ? freshness.lifetime : .zero
         let info: EntryInfo
         do {
-            info = try await store.store(expired.validated, for: url, expiry: .after(.seconds(ttl)),
+            info = try await store.store(expired.validated, for: url, expiry: .after(lifetime),
                                          validators: validators, durability: configuration.durability)
         } catch {
             return .failure(Self.storeError(error))

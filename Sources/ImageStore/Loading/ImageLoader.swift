@@ -27,7 +27,7 @@ import FoundationNetworking
 /// - Only whole, valid images are stored: a 2xx (not 206) body whose length matches its
 ///   `Content-Length`, within the store's `maxEntryBytes` (a larger one is aborted early),
 ///   that passes the structure check. Anything else fails, stores nothing, and is
-///   remembered for `Configuration.negativeTTL`.
+///   remembered for `Configuration.negativeCacheLifetime`.
 /// - Freshness comes from `Cache-Control`/`Expires` (see `Configuration`); `ETag` and
 ///   `Last-Modified` are stored, and an expired entry is revalidated with a conditional
 ///   request: a 304 renews it without downloading.
@@ -237,7 +237,7 @@ public final class ImageLoader: Sendable {
         guard await limiter.acquire() else { return .failure(.cancelled) }
         defer { limiter.release() }
 
-        var request = URLRequest(url: requestURL, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: configuration.timeout)
+        var request = URLRequest(url: requestURL, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: configuration.downloadTimeout.seconds)
         for (name, value) in configuration.headers { request.setValue(value, forHTTPHeaderField: name) }
         // The origin's validators, never the tier's ETag: the shared entry's when there is one.
         if let validators = expiredShared?.image.validators ?? stored?.info.validators {
@@ -256,18 +256,18 @@ public final class ImageLoader: Sendable {
         return await handle(response, body: body, url: url, stored: stored, expiredShared: expiredShared)
     }
 
-    /// The transport's answer, or a typed error; `timedOut` after `Configuration.timeout`.
+    /// The transport's answer, or a typed error; `timedOut` after `Configuration.downloadTimeout`.
     private func fetch(_ request: URLRequest, url: String) async throws(ImageLoaderError) -> (HTTPURLResponse, Data) {
-        let (transport, limit, timeout) = (transport, store.configuration.maxEntryBytes, configuration.timeout)
+        let (transport, limit, timeout) = (transport, store.configuration.maxEntryBytes, configuration.downloadTimeout)
         do {
             return try await withThrowingTaskGroup(of: Answer?.self) { group in
                 group.addTask { Answer(try await transport.fetch(request, bodyLimit: limit)) }
                 group.addTask {
-                    try await Task.sleep(for: .seconds(timeout))
+                    try await Task.sleep(for: timeout)
                     return nil
                 }
                 defer { group.cancelAll() }
-                guard let answer = try await group.next()! else { throw ImageLoaderError.timedOut(url: url, seconds: timeout) }
+                guard let answer = try await group.next()! else { throw ImageLoaderError.timedOut(url: url, after: timeout) }
                 return (answer.response, answer.body)
             }
         } catch {
@@ -326,7 +326,7 @@ public final class ImageLoader: Sendable {
         }
         let validators = CacheValidators(etag: headers["etag"], lastModified: headers["last-modified"])
         do {
-            let info = try await store.store(image, for: url, expiry: .after(.seconds(freshness.ttl)),
+            let info = try await store.store(image, for: url, expiry: .after(freshness.lifetime),
                                              validators: validators, durability: durability)
             offerToSharedTier(image, info: info, fetchedAt: now, replacing: expiredShared?.image.tierVersion)
             return .success(LoadedImage(url: url, data: body, facts: info.facts ?? image.facts, source: .network,
@@ -352,7 +352,7 @@ public final class ImageLoader: Sendable {
             lastModified: headers["last-modified"] ?? stored.info.validators.lastModified)
         let info: EntryInfo?
         do {
-            info = try await store.renew(url, expiry: .after(.seconds(freshness.isStorable ? freshness.ttl : 0)),
+            info = try await store.renew(url, expiry: .after(freshness.isStorable ? freshness.lifetime : .zero),
                                          validators: validators, durability: configuration.durability)
         } catch {
             return .failure(Self.storeError(error))
@@ -369,9 +369,9 @@ public final class ImageLoader: Sendable {
     private func fail(_ url: String, _ error: ImageLoaderError,
                       stored: StoredImage?) -> Result<LoadedImage, ImageLoaderError> {
         guard error != .cancelled else { return .failure(error) }
-        if configuration.negativeTTL > 0 {
+        if configuration.negativeCacheLifetime > .zero {
             let now = store.configuration.clock()
-            let until = now.addingTimeInterval(configuration.negativeTTL)
+            let until = now.addingTimeInterval(configuration.negativeCacheLifetime.seconds)
             state.withLock { $0.remember(.recentlyFailed(url: url, until: until, cause: error), for: url, now: now, until: until) }
         }
         if let image = staleFallback(error, stored: stored, url: url) { return .success(image) }
@@ -388,8 +388,8 @@ public final class ImageLoader: Sendable {
         case .onUnreachable: if failure.isServerError { return nil }
         case .onUnreachableOrServerError: break
         }
-        if let maxStaleAge = configuration.maxStaleAge, let expiresAt = stored.info.expiresAt,
-           store.configuration.clock().timeIntervalSince(expiresAt) > maxStaleAge {
+        if let maxStaleness = configuration.maxStaleness, let expiresAt = stored.info.expiresAt,
+           store.configuration.clock().timeIntervalSince(expiresAt) > maxStaleness.seconds {
             return nil
         }
         guard var image = image(from: stored, url: url, source: .stale) else { return nil }
@@ -447,13 +447,13 @@ public final class ImageLoader: Sendable {
     }
 
     /// Maps a transport's error to the loader's.
-    static func loaderError(_ error: any Error, url: String, timeout: TimeInterval) -> ImageLoaderError {
+    static func loaderError(_ error: any Error, url: String, timeout: Duration) -> ImageLoaderError {
         if let error = error as? ImageLoaderError { return error }
         if error is CancellationError || Task.isCancelled { return .cancelled }
         guard let error = error as? URLError else { return .transport(url: url, reason: "\(error)") }
         switch error.code {
         case .cancelled: return .cancelled
-        case .timedOut: return .timedOut(url: url, seconds: timeout)
+        case .timedOut: return .timedOut(url: url, after: timeout)
         case .cannotConnectToHost: return .unreachable(url: url, reason: "connection refused")
         case .cannotFindHost, .dnsLookupFailed: return .unreachable(url: url, reason: "host not found")
         case .networkConnectionLost: return .unreachable(url: url, reason: "connection lost")

@@ -9,8 +9,8 @@ public enum ImageLoaderError: Error, Sendable, Hashable, CustomStringConvertible
     case invalidURL(url: String, reason: String)
     /// The origin could not be reached: connection refused or reset, host not found, no network.
     case unreachable(url: String, reason: String)
-    /// The download took longer than the configured timeout.
-    case timedOut(url: String, seconds: TimeInterval)
+    /// The download took longer than `after`, the configured `downloadTimeout`.
+    case timedOut(url: String, after: Duration)
     /// The origin answered with a status other than 2xx (or a 206, or an unexpected 304).
     case httpStatus(url: String, status: Int)
     /// The body is larger than the store's `maxEntryBytes`; the download was aborted as soon as
@@ -59,8 +59,8 @@ public enum ImageLoaderError: Error, Sendable, Hashable, CustomStringConvertible
             "Cannot load \"\(url)\": \(reason). Pass an absolute http or https URL."
         case let .unreachable(url, reason):
             "The origin of \(url) could not be reached (\(reason)); check the network and the host."
-        case let .timedOut(url, seconds):
-            "Loading \(url) took longer than \(Self.seconds(seconds)) (ImageLoader.Configuration.timeout); the origin is slow or unreachable."
+        case let .timedOut(url, timeout):
+            "Loading \(url) took longer than \(Self.seconds(timeout.seconds)) (ImageLoader.Configuration.downloadTimeout); the origin is slow or unreachable."
         case let .httpStatus(url, status):
             "The origin answered \(status) for \(url); nothing was stored."
         case let .responseTooLarge(url, limit, byteCount):
@@ -72,7 +72,7 @@ public enum ImageLoaderError: Error, Sendable, Hashable, CustomStringConvertible
         case let .invalidImage(url, reason):
             "The response for \(url) is not a valid image: \(reason). It was not stored."
         case let .recentlyFailed(url, until, cause):
-            "\(url) failed recently and is not retried before \(ISO8601DateFormatter().string(from: until)) (ImageLoader.Configuration.negativeTTL): \(cause.description)"
+            "\(url) failed recently and is not retried before \(ISO8601DateFormatter().string(from: until)) (ImageLoader.Configuration.negativeCacheLifetime): \(cause.description)"
         case let .store(error):
             error.description
         case let .transport(url, reason):
@@ -84,5 +84,11 @@ public enum ImageLoaderError: Error, Sendable, Hashable, CustomStringConvertible
 
     private static func seconds(_ value: TimeInterval) -> String {
         value == value.rounded() ? "\(Int(value)) s" : "\(value) s"
+    }
+
+    /// The old `timedOut`, its timeout in seconds.
+    @available(*, deprecated, renamed: "timedOut(url:after:)", message: "use timedOut(url:after:), a Duration")
+    public static func timedOut(url: String, seconds: TimeInterval) -> ImageLoaderError {
+        .timedOut(url: url, after: Duration(exactlySeconds: seconds) ?? .zero)
     }
 }

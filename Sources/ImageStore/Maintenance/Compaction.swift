@@ -13,9 +13,16 @@ public struct CompactionReport: Sendable, Hashable {
     public var expiredPurged: Int
     /// Quarantined entries purged first (or that would be).
     public var quarantinePurged: Int
-    /// Wall-clock seconds the compaction took.
-    public var seconds: Double
+    /// How long the compaction took (wall clock).
+    public var duration: Duration
     public var dryRun: Bool
+
+    /// `duration` in seconds.
+    @available(*, deprecated, renamed: "duration", message: "use duration, a Duration")
+    public var seconds: Double {
+        get { duration.seconds }
+        set { duration = Duration(exactlySeconds: newValue) ?? .zero }
+    }
 }
 
 extension ImageStore {
@@ -51,7 +58,7 @@ extension ImageStore {
                                options: CompactionOptions = CompactionOptions()) throws(ImageStoreError) -> CompactionReport {
         var configuration = configuration
         configuration.readOnly = false
-        configuration.sweepInterval = nil
+        configuration.sweepPeriod = nil
         // Opening takes the writer lock and recovers the log; the instance method does the rest.
         let store = try ImageStore(path: path, configuration: configuration)
         defer { store.close() }
@@ -83,7 +90,7 @@ extension ImageStore {
                 bytesBefore: before, bytesAfter: max(stats.occupiedBytes - (options.purgeExpired ? stats.expiredBytes : 0), 0),
                 expiredPurged: options.purgeExpired ? stats.expiredEntries : 0,
                 quarantinePurged: options.purgeQuarantine ? try quarantinedEntries().count : 0,
-                seconds: Date().timeIntervalSince(started), dryRun: true)
+                duration: .seconds(Date().timeIntervalSince(started)), dryRun: true)
         }
         guard let writes else { throw .readOnly(path: path) }
         try refuseWhileShared()  // before purging anything
@@ -100,7 +107,7 @@ extension ImageStore {
             }
         }
         let report = CompactionReport(bytesBefore: before, bytesAfter: Self.fileBytes(path), expiredPurged: expired,
-                                      quarantinePurged: quarantined, seconds: Date().timeIntervalSince(started), dryRun: false)
+                                      quarantinePurged: quarantined, duration: .seconds(Date().timeIntervalSince(started)), dryRun: false)
         counters.events.emit(.compacted(report))
         return report
     }

@@ -21,8 +21,14 @@ extension ImageStore {
         let directory = CompactionLeftovers.salvagePath(forStoreAt: path)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
         defer {
-            // A directory left behind (removal failed) is removed by the next open or compaction.
-            _ = try? FileManager.default.removeItem(atPath: directory)
+            configuration.salvageWillRemoveScratch?(directory)
+            // The repair is done either way: a directory left behind is removed by the next
+            // open or compaction, and the event handler hears of it (it takes disk space).
+            counters.events.attempt(.removingScratch) { () throws(ImageStoreError) in
+                do { try FileManager.default.removeItem(atPath: directory) } catch {
+                    throw .storage(path: directory, detail: "removing a salvage's scratch directory failed (the next open or compaction removes it): \(error)")
+                }
+            }
         }
         var options = EnvironmentOptions()
         options.maxMapSize = tier.maxMapSize

@@ -35,7 +35,7 @@ extension ImageStore {
             metrics.unappliedBytes = status.unappliedBytes
         }
         let log = counters.log
-        metrics.applierLagSeconds = log.applierLagSeconds
+        metrics.applierLag = log.applierLag
         metrics.groupCommitBatchRecords = log.batchRecords.snapshot
         metrics.logFsyncSeconds = log.fsyncSeconds.snapshot
         metrics.checkpoints = log.checkpoints.load(ordering: .relaxed)

@@ -55,7 +55,7 @@ public struct PrometheusExposition: Sendable {
         gauge("log_unapplied_records", "Logged records not yet applied to LMDB.", labels, Double(m.unappliedRecords))
         gauge("log_unapplied_bytes", "Memory held by logged records not yet applied to LMDB.", labels, Double(m.unappliedBytes))
         gauge("log_applier_lag_seconds", "Age of the oldest written record the applier has not applied.", labels,
-              m.applierLagSeconds)
+              m.applierLag.seconds)
         histogram("log_group_commit_records", "Records written per group-commit batch.", labels, m.groupCommitBatchRecords)
         histogram("log_fsync_seconds", "Duration of each write-ahead log fsync.", labels, m.logFsyncSeconds)
         counter("checkpoints_total", "Checkpoints that retired log segments.", labels, m.checkpoints)

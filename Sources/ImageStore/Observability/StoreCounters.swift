@@ -103,11 +103,11 @@ final class LogMetrics: Sendable {
         }
     }
 
-    /// Seconds since the oldest written batch the applier has not reached was written; 0 when
-    /// it has caught up.
-    var applierLagSeconds: Double {
-        guard let oldest = unapplied.withLock({ $0.first?.writtenAt }) else { return 0 }
-        return Double(DispatchTime.now().uptimeNanoseconds &- oldest) / 1e9
+    /// How long ago the oldest written batch the applier has not reached was written; zero
+    /// when it has caught up.
+    var applierLag: Duration {
+        guard let oldest = unapplied.withLock({ $0.first?.writtenAt }) else { return .zero }
+        return .nanoseconds(Int64(clamping: DispatchTime.now().uptimeNanoseconds &- oldest))
     }
 
     /// Times one fsync of the log.

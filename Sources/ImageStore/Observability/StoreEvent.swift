@@ -20,7 +20,7 @@ public enum StoreEvent: Sendable, CustomStringConvertible {
     case compacted(CompactionReport)
     /// Opening waited for the writer lock (`writer.lock`), held for a moment by another
     /// process or by a child being spawned, before it was taken.
-    case waitedForWriterLock(seconds: Double)
+    case waitedForWriterLock(for: Duration)
     /// One sweep or budget enforcement removed `entries` entries holding `bytes` image bytes.
     case evicted(EvictionReason, entries: Int, bytes: Int)
 
@@ -52,6 +52,10 @@ public enum StoreEvent: Sendable, CustomStringConvertible {
         /// The loader's removal of a stored copy the origin now forbids keeping: the old copy
         /// stays until it expires.
         case removingUncacheable
+        /// Removing the scratch directory a salvage (`verify(repair:)` of a damaged tree) built
+        /// its fresh data file in, named in the error: the repair itself succeeded; the
+        /// directory stays, taking disk space, until the next open or compaction removes it.
+        case removingScratch
     }
 
     /// Why entries left the store.
@@ -94,11 +98,19 @@ public enum StoreEvent: Sendable, CustomStringConvertible {
             "imgstore verify --repair set \(entries) damaged entr\(entries == 1 ? "y" : "ies") aside in the quarantine"
         case let .compacted(report):
             "imgstore compaction\(report.dryRun ? " (dry run)" : ""): \(report.bytesBefore) -> \(report.bytesAfter) bytes in "
-                + String(format: "%.3f s", report.seconds)
-        case let .waitedForWriterLock(seconds):
-            "imgstore waited " + String(format: "%.3f s", seconds) + " for the writer lock"
+                + String(format: "%.3f s", report.duration.seconds)
+        case let .waitedForWriterLock(wait):
+            "imgstore waited " + String(format: "%.3f s", wait.seconds) + " for the writer lock"
         case let .evicted(reason, entries, bytes):
             "imgstore evicted \(entries) entr\(entries == 1 ? "y" : "ies") (\(bytes) bytes): \(reason.rawValue)"
         }
+    }
+}
+
+extension StoreEvent {
+    /// The old `waitedForWriterLock`, its wait in seconds.
+    @available(*, deprecated, renamed: "waitedForWriterLock(for:)", message: "use waitedForWriterLock(for:), a Duration")
+    public static func waitedForWriterLock(seconds: Double) -> StoreEvent {
+        .waitedForWriterLock(for: Duration(exactlySeconds: seconds) ?? .zero)
     }
 }

@@ -52,9 +52,9 @@ public struct StoreMetrics: Sendable, Hashable {
     public var unappliedRecords = 0
     /// Memory those records hold (what back-pressure limits with `maxUnappliedBytes`).
     public var unappliedBytes = 0
-    /// Seconds since the oldest written record the applier has not applied was written; 0
+    /// How long ago the oldest written record the applier has not applied was written; zero
     /// when it has caught up.
-    public var applierLagSeconds = 0.0
+    public var applierLag: Duration = .zero
     /// Records per group-commit batch.
     public var groupCommitBatchRecords = HistogramSnapshot()
     /// Seconds per log fsync.
@@ -86,4 +86,13 @@ public struct StoreMetrics: Sendable, Hashable {
 
     /// Empty metrics (every counter zero), for tests and fakes.
     public init() {}
+}
+
+extension StoreMetrics {
+    /// `applierLag` in seconds.
+    @available(*, deprecated, renamed: "applierLag", message: "use applierLag, a Duration")
+    public var applierLagSeconds: Double {
+        get { applierLag.seconds }
+        set { applierLag = Duration(exactlySeconds: newValue) ?? .zero }
+    }
 }

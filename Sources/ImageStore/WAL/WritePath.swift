@@ -88,7 +88,7 @@ final class WritePath: Sendable {
             tier: tier, index: index, appliedSequence: appliedNow,
             // Well below the back-pressure limit, so writers held by it never wait for a gather.
             coalesceBytes: min(LogApplier.defaultCoalesceBytes, max(configuration.maxUnappliedBytes / 4, 1)),
-            gatherDelay: configuration.applierGatherDelay,
+            gatherDelay: configuration.applierGatherDelay.seconds,
             released: { relay.log?.released($0) },
             stopped: { relay.log?.stop(with: $0); counters.events.emit(.backgroundFailure(.applying, error: $0)) },
             afterBatch: { batch in relay.afterBatch?(batch) }, changed: changed)
@@ -128,8 +128,8 @@ final class WritePath: Sendable {
     }
 
     private static func batchInterval(_ durability: Durability) -> TimeInterval {
-        if case let .batched(interval) = durability { return interval }
-        return Durability.defaultBatchInterval
+        if case let .batched(interval) = durability { return interval.seconds }
+        return Durability.defaultBatchWindow.seconds
     }
 
     // MARK: - Writing

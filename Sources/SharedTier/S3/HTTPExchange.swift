@@ -37,7 +37,7 @@ final class HTTPExchange: Sendable {
               bodyLimit: Int) async throws(SharedTierError) -> (HTTPURLResponse, Data) {
         var request = request
         // A backstop only (whole seconds on Linux); the watchdog below is the real deadline.
-        request.timeoutInterval = (totalTimeout.timeInterval + 1).rounded(.up)
+        request.timeoutInterval = (totalTimeout.seconds + 1).rounded(.up)
         let task = session.dataTask(with: request)
         let id = task.taskIdentifier
         let transfers = transfers

@@ -46,7 +46,7 @@ package final class CircuitBreaker: Sendable {
 
     /// The tier failed with an outage (see `SharedTierError.isOutage`).
     package func failed() {
-        let reopen = now().addingTimeInterval(coolDown.timeInterval)
+        let reopen = now().addingTimeInterval(coolDown.seconds)
         state.withLock { state in
             switch state {
             case let .closed(failures) where failures + 1 < threshold:

@@ -9,7 +9,7 @@ import Testing
     private func configuration(clock: ManualClock = ManualClock(), memory: Int = 8 << 20) -> ImageStore.Configuration {
         var configuration = makeConfiguration(clock: clock)
         configuration.memoryCostLimit = memory
-        configuration.sweepInterval = nil
+        configuration.sweepPeriod = nil
         return configuration
     }
 
@@ -64,7 +64,7 @@ import Testing
     @Test func memoryEntriesCarryTheDiskExpiry() throws {
         let clock = ManualClock()
         try withTemporaryStore(configuration(clock: clock)) { store throws in
-            try store.put(Data([1]), for: "https://x.test/a", ttl: 30)
+            try store.put(Data([1]), for: "https://x.test/a", expiry: .after(.seconds(30)))
             _ = try store.statistics()
             _ = try store.get("https://x.test/a")
             #expect(try store.get("https://x.test/a")?.source == .memory)

@@ -5,13 +5,13 @@ import LMDB
 import Testing
 
 @Suite struct ExpiryTests {
-    private func configuration(clock: ManualClock, defaultTTL: TimeInterval? = 3600, sliding: Bool = false,
+    private func configuration(clock: ManualClock, defaultExpiry: Expiry = .after(.seconds(3600)), sliding: Bool = false,
                                batch: Int = 256, budget: Int? = nil) -> ImageStore.Configuration {
         var configuration = makeConfiguration(clock: clock)
-        configuration.defaultTTL = defaultTTL
+        configuration.defaultExpiry = defaultExpiry
         configuration.slidingExpiration = sliding
         configuration.sweepBatchSize = batch
-        configuration.sweepInterval = nil
+        configuration.sweepPeriod = nil
         configuration.maxDiskBytes = budget
         return configuration
     }
@@ -20,11 +20,11 @@ import Testing
 
     @Test func defaultPerPutAndNeverTTLs() throws {
         let clock = ManualClock()
-        try withTemporaryStore(configuration(clock: clock, defaultTTL: 100)) { store throws in
+        try withTemporaryStore(configuration(clock: clock, defaultExpiry: .after(.seconds(100)))) { store throws in
             let base = try store.put(Data([1]), for: "https://x.test/default")
             #expect(base.expiresAt == clock.now.addingTimeInterval(100))
-            #expect(try store.put(Data([2]), for: "https://x.test/short", ttl: 10).expiresAt == clock.now.addingTimeInterval(10))
-            #expect(try store.put(Data([3]), for: "https://x.test/never", ttl: ImageStore.never).expiresAt == nil)
+            #expect(try store.put(Data([2]), for: "https://x.test/short", expiry: .after(.seconds(10))).expiresAt == clock.now.addingTimeInterval(10))
+            #expect(try store.put(Data([3]), for: "https://x.test/never", expiry: .never).expiresAt == nil)
             clock.advance(by: 10)
             #expect(try store.get("https://x.test/short") == nil)
             #expect(try store.get("https://x.test/default") != nil)
@@ -37,7 +37,7 @@ import Testing
 
     @Test func noDefaultTTLMeansNever() throws {
         let clock = ManualClock()
-        try withTemporaryStore(configuration(clock: clock, defaultTTL: nil)) { store throws in
+        try withTemporaryStore(configuration(clock: clock, defaultExpiry: .never)) { store throws in
             #expect(try store.put(Data([1]), for: "https://x.test/a").expiresAt == nil)
         }
     }
@@ -45,8 +45,8 @@ import Testing
     @Test func slidingExpiryExtendsOnRead() throws {
         let clock = ManualClock()
         try withTemporaryStore(configuration(clock: clock, sliding: true)) { store throws in
-            try store.put(Data([1]), for: "https://x.test/read", ttl: 60)
-            try store.put(Data([2]), for: "https://x.test/unread", ttl: 60)
+            try store.put(Data([1]), for: "https://x.test/read", expiry: .after(.seconds(60)))
+            try store.put(Data([2]), for: "https://x.test/unread", expiry: .after(.seconds(60)))
             for _ in 0..<5 {
                 clock.advance(by: 50)
                 #expect(try store.get("https://x.test/read") != nil, "each read slides the expiry")
@@ -67,7 +67,7 @@ import Testing
         try withTemporaryStore(configuration(clock: clock, sliding: true)) { store throws in
             let url = "https://x.test/slides"
             let start = clock.now
-            try store.put(Data([1]), for: url, ttl: 60)
+            try store.put(Data([1]), for: url, expiry: .after(.seconds(60)))
             _ = try store.statistics()  // applied to LMDB
             clock.advance(by: 50)
             #expect(try store.get(url) != nil)
@@ -86,7 +86,7 @@ import Testing
     @Test func theSweepDeletesExactlyWhatExpiredInBatches() throws {
         let clock = ManualClock()
         try withTemporaryStore(configuration(clock: clock, batch: 3)) { store throws in
-            for n in 0..<20 { try store.put(Data(repeating: UInt8(n), count: 100), for: "https://x.test/\(n)", ttl: n % 2 == 0 ? 10 : 1000) }
+            for n in 0..<20 { try store.put(Data(repeating: UInt8(n), count: 100), for: "https://x.test/\(n)", expiry: .after(.seconds(n % 2 == 0 ? 10 : 1000))) }
             clock.advance(by: 11)
             let dry = try store.sweepExpired(dryRun: true)
             #expect(dry == SweepReport(entries: 10, bytes: 1000, batches: 0))
@@ -125,7 +125,7 @@ import Testing
         let clock = ManualClock()
         let budget = 4 << 20
         try withTemporaryDirectory { directory throws in
-            let config = configuration(clock: clock, defaultTTL: nil, batch: 8, budget: budget)
+            let config = configuration(clock: clock, defaultExpiry: .never, batch: 8, budget: budget)
             do {
                 let store = try ImageStore(path: directory, configuration: config)
                 for n in 0..<30 { try store.put(Data(repeating: UInt8(n), count: 100_000), for: "https://x.test/bad/\(n)") }
@@ -224,8 +224,8 @@ import Testing
                 switch Int.random(in: 0..<10, using: &random) {
                 case 0..<4:
                     let data = random.bytes(Int.random(in: 1...30_000, using: &random))
-                    let ttl: TimeInterval? = [nil, 5, 50, ImageStore.never].randomElement(using: &random)!
-                    let info = try store.put(data, for: url, ttl: ttl)
+                    let expiry: Expiry = [.storeDefault, .after(.seconds(5)), .after(.seconds(50)), .never].randomElement(using: &random)!
+                    let info = try store.put(data, for: url, expiry: expiry)
                     model[url] = (data, info.expiresAt)
                 case 4: if try store.remove(url) { model[url] = nil }
                 case 5: clock.advance(by: Double(Int.random(in: 1...20, using: &random)))

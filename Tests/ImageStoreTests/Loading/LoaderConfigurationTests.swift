@@ -15,30 +15,33 @@ import Testing
         var testDescription: String { "\(field) = \(value)" }
     }
 
-    static let year: TimeInterval = 365 * 86_400
-    static let century = ImageStore.Configuration.maxTTL
+    static let year = ImageStore.Configuration.maxPeriod
+    static let century = ImageStore.Configuration.maxLifetime
+    static let tick = Duration.nanoseconds(1)
+
+    /// `field` set to `duration`, reported with `duration`'s description.
+    static func bad(_ field: String, _ duration: Duration, _ apply: @escaping @Sendable (inout ImageLoader.Configuration, Duration) -> Void) -> BadValue {
+        BadValue(field: field, value: "\(duration)") { apply(&$0, duration) }
+    }
 
     static let badValues: [BadValue] = [
-        BadValue(field: "timeout", value: "inf") { $0.timeout = .infinity },
-        BadValue(field: "timeout", value: "nan") { $0.timeout = .nan },
-        BadValue(field: "timeout", value: "0.0") { $0.timeout = 0 },
-        BadValue(field: "timeout", value: "-1.0") { $0.timeout = -1 },
-        BadValue(field: "timeout", value: "\(year + 1)") { $0.timeout = year + 1 },
-        BadValue(field: "defaultTTL", value: "-1.0") { $0.defaultTTL = -1 },
-        BadValue(field: "defaultTTL", value: "inf") { $0.defaultTTL = .infinity },
-        BadValue(field: "defaultTTL", value: "nan") { $0.defaultTTL = .nan },
-        BadValue(field: "defaultTTL", value: "1e+16") { $0.defaultTTL = 1e16 },
-        BadValue(field: "maxTTL", value: "inf") { $0.maxTTL = .infinity },
-        BadValue(field: "maxTTL", value: "\(century * 2)") { $0.maxTTL = century * 2 },
-        BadValue(field: "minTTL", value: "-1.0") { $0.minTTL = -1 },
-        BadValue(field: "minTTL", value: "nan") { $0.minTTL = .nan },
-        BadValue(field: "minTTL", value: "7200.0") { $0.minTTL = 7200; $0.maxTTL = 3600 },
-        BadValue(field: "negativeTTL", value: "-1.0") { $0.negativeTTL = -1 },
-        BadValue(field: "negativeTTL", value: "inf") { $0.negativeTTL = .infinity },
-        BadValue(field: "negativeTTL", value: "nan") { $0.negativeTTL = .nan },
-        BadValue(field: "maxStaleAge", value: "-1.0") { $0.maxStaleAge = -1 },
-        BadValue(field: "maxStaleAge", value: "inf") { $0.maxStaleAge = .infinity },
-        BadValue(field: "maxStaleAge", value: "nan") { $0.maxStaleAge = .nan },
+        bad("downloadTimeout", .zero) { $0.downloadTimeout = $1 },
+        bad("downloadTimeout", .seconds(-1)) { $0.downloadTimeout = $1 },
+        bad("downloadTimeout", year + tick) { $0.downloadTimeout = $1 },
+        bad("downloadTimeout", .seconds(Int64.max)) { $0.downloadTimeout = $1 },
+        BadValue(field: "defaultExpiry", value: "\(Expiry.after(.seconds(-1)))") { $0.defaultExpiry = .after(.seconds(-1)) },
+        BadValue(field: "defaultExpiry", value: "\(Expiry.after(.seconds(1e16)))") { $0.defaultExpiry = .after(.seconds(1e16)) },
+        BadValue(field: "defaultExpiry", value: "\(Expiry.never)") { $0.defaultExpiry = .never },
+        BadValue(field: "defaultExpiry", value: "\(Expiry.storeDefault)") { $0.defaultExpiry = .storeDefault },
+        bad("maxLifetime", century + tick) { $0.maxLifetime = $1 },
+        bad("maxLifetime", .seconds(Int64.max)) { $0.maxLifetime = $1 },
+        bad("maxLifetime", .seconds(-1)) { $0.maxLifetime = $1 },
+        bad("minLifetime", .seconds(-1)) { $0.minLifetime = $1 },
+        bad("minLifetime", .seconds(7200)) { $0.minLifetime = $1; $0.maxLifetime = .seconds(3600) },
+        bad("negativeCacheLifetime", .seconds(-1)) { $0.negativeCacheLifetime = $1 },
+        bad("negativeCacheLifetime", century + tick) { $0.negativeCacheLifetime = $1 },
+        bad("maxStaleness", .seconds(-1)) { $0.maxStaleness = $1 },
+        bad("maxStaleness", .seconds(Int64.min)) { $0.maxStaleness = $1 },
         BadValue(field: "maxConcurrentDownloads", value: "0") { $0.maxConcurrentDownloads = 0 },
         BadValue(field: "maxConcurrentDownloads", value: "-3") { $0.maxConcurrentDownloads = -3 },
     ]
@@ -66,17 +69,19 @@ import Testing
         try withTemporaryStore { store throws in
             _ = try ImageLoader(store: store)
             var edges = ImageLoader.Configuration()
-            edges.timeout = Self.year
-            edges.defaultTTL = 0
-            edges.maxTTL = Self.century
-            edges.minTTL = Self.century
-            edges.negativeTTL = 0
-            edges.maxStaleAge = 0
+            edges.downloadTimeout = Self.year
+            edges.defaultExpiry = .after(.zero)
+            edges.maxLifetime = Self.century
+            edges.minLifetime = Self.century
+            edges.negativeCacheLifetime = .zero
+            edges.maxStaleness = .zero
             edges.maxConcurrentDownloads = 1
             _ = try ImageLoader(store: store, configuration: edges)
-            edges.negativeTTL = Self.century
-            edges.maxStaleAge = Self.century
-            edges.minTTL = 0
+            edges.downloadTimeout = Self.tick
+            edges.defaultExpiry = .after(Self.century)
+            edges.negativeCacheLifetime = Self.century
+            edges.maxStaleness = Self.century
+            edges.minLifetime = .zero
             _ = try ImageLoader(store: store, configuration: edges)
         }
     }

@@ -42,7 +42,7 @@ import Testing
     }
 
     @Test func noCachingHeadersGetTheDefaultTTL() async throws {
-        try await withLoader({ $0.defaultTTL = 1234 }) { loader, origin, clock in
+        try await withLoader({ $0.defaultExpiry = .after(.seconds(1234)) }) { loader, origin, clock in
             let image = try await loader.load(origin.url("/d/shapes.png"))
             #expect(image.expiresAt == clock.now.addingTimeInterval(1234))
         }
@@ -53,7 +53,7 @@ import Testing
         ("no-cache", 0), ("private, max-age=300", 300), ("s-maxage=100, max-age=300", 300),
     ])
     func lifetimesAreClampedToTheConfiguredBounds(cacheControl: String, ttl: Double) async throws {
-        try await withLoader({ $0.minTTL = 60; $0.maxTTL = 86_400 }) { loader, origin, clock in
+        try await withLoader({ $0.minLifetime = .seconds(60); $0.maxLifetime = .seconds(86_400) }) { loader, origin, clock in
             try await origin.script("/c.png", .image("shapes.png", ["Cache-Control": cacheControl]))
             #expect(try await loader.load(origin.url("/c.png")).expiresAt == clock.now.addingTimeInterval(ttl))
         }
@@ -69,7 +69,7 @@ import Testing
     }
 
     @Test func invalidExpiresMeansAlreadyExpired() async throws {
-        try await withLoader({ $0.minTTL = 0 }) { loader, origin, clock in
+        try await withLoader({ $0.minLifetime = .zero }) { loader, origin, clock in
             try await origin.script("/x.png", .image("shapes.png", ["Expires": "0"]))
             #expect(try await loader.load(origin.url("/x.png")).expiresAt == clock.now)
         }

@@ -62,7 +62,7 @@ import Testing
     }
 
     @Test func maxStaleAgeLimitsHowOldAStaleEntryMayBe() async throws {
-        try await withLoader({ $0.maxStaleAge = 3600 }) { loader, origin, clock in
+        try await withLoader({ $0.maxStaleness = .seconds(3600) }) { loader, origin, clock in
             try await origin.script("/old.png", .image("shapes.png", ["Cache-Control": "max-age=60"]))
             let url = origin.url("/old.png")
             _ = try await loader.load(url)
@@ -84,18 +84,18 @@ import Testing
 
     @Test func aSlowOriginTimesOut() async throws {
         // The one wall-clock test: a 1 s timeout against an origin that waits 120 s.
-        try await withLoader({ $0.timeout = 1 }) { loader, origin, _ in
+        try await withLoader({ $0.downloadTimeout = .seconds(1) }) { loader, origin, _ in
             try await origin.script("/slow", TestOrigin.Response(fixture: "shapes.png", delay: 120))
             let url = origin.url("/slow")
             let error = await loaderError { () throws(ImageLoaderError) in try await loader.load(url) }
-            #expect(error == .timedOut(url: url, seconds: 1))
+            #expect(error == .timedOut(url: url, after: .seconds(1)))
         }
     }
 
     // MARK: - Negative caching
 
     @Test func aFailedURLIsNotRequestedAgainWithinTheNegativeTTL() async throws {
-        try await withLoader({ $0.negativeTTL = 10 }) { loader, origin, clock in
+        try await withLoader({ $0.negativeCacheLifetime = .seconds(10) }) { loader, origin, clock in
             try await origin.script("/broken", TestOrigin.Response(status: 404), .image("shapes.png"))
             let url = origin.url("/broken")
             let first = await loaderError { () throws(ImageLoaderError) in try await loader.load(url) }
@@ -124,7 +124,7 @@ import Testing
     }
 
     @Test func negativeTTLZeroTurnsItOff() async throws {
-        try await withLoader({ $0.negativeTTL = 0 }) { loader, origin, _ in
+        try await withLoader({ $0.negativeCacheLifetime = .zero }) { loader, origin, _ in
             let url = origin.url("/missing")
             for _ in 0..<3 { _ = await loaderError { () throws(ImageLoaderError) in try await loader.load(url) } }
             let stats = try await origin.stats("/missing")

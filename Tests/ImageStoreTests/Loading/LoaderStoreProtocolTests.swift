@@ -72,13 +72,13 @@ final class FakeLoaderStore: ImageLoaderStore {
         let clock = ManualClock()
         let store = FakeLoaderStore(clock: clock)
         var configuration = ImageLoader.Configuration()
-        configuration.timeout = 60
+        configuration.downloadTimeout = .seconds(60)
         let loader = try ImageLoader(store: store, configuration: configuration)
         try await origin.script("/a.png", .image("gradient-rgb.png"))
         let first = try await loader.image(for: origin.url("/a.png"))
         #expect(first.source == .network)
         #expect(store.recorded.validations == 1, "one validation per download")
-        #expect(store.recorded.stores == [.batched(interval: Durability.defaultBatchInterval)], "the loader's durability")
+        #expect(store.recorded.stores == [.batched(within: Durability.defaultBatchWindow)], "the loader's durability")
         let second = try await loader.image(for: URL(string: origin.url("/a.png"))!)
         #expect(second.source == .memory)
         #expect(second.data == first.data)
@@ -86,7 +86,7 @@ final class FakeLoaderStore: ImageLoaderStore {
     }
 
     @Test func theLoadersDefaultDurabilityIsBatched() {
-        #expect(ImageLoader.Configuration().durability == .batched(interval: Durability.defaultBatchInterval))
+        #expect(ImageLoader.Configuration().durability == .batched(within: Durability.defaultBatchWindow))
     }
 
     @Test func aCancelledLoadThrowsCancellationError() async throws {

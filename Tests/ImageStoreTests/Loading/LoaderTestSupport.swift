@@ -22,7 +22,7 @@ func withLoader<R>(
     let store = try ImageStore(path: directory + "/store", configuration: storeConfiguration)
     defer { store.close() }
     var configuration = ImageLoader.Configuration()
-    configuration.timeout = 60  // generous: the machine may be loaded
+    configuration.downloadTimeout = .seconds(60)  // generous: the machine may be loaded
     configure(&configuration)
     let loader = try ImageLoader(store: store, configuration: configuration)
     let result = try await body(loader, origin, clock)

@@ -75,10 +75,10 @@ import Testing
         let clock = ManualClock()
         try withTemporaryDirectory { directory throws in
             var configuration = makeConfiguration(clock: clock)
-            configuration.sweepInterval = nil
+            configuration.sweepPeriod = nil
             do {
                 let store = try ImageStore(path: directory, configuration: configuration)
-                for n in 0..<10 { try store.put(blob(n), for: "https://x.test/\(n)", ttl: n < 6 ? 10 : ImageStore.never) }
+                for n in 0..<10 { try store.put(blob(n), for: "https://x.test/\(n)", expiry: n < 6 ? .after(.seconds(10)) : .never) }
                 store.close()
             }
             clock.advance(by: 11)

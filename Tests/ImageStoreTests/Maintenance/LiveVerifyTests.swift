@@ -15,7 +15,7 @@ import Testing
     private func configuration(readOnly: Bool = false) -> ImageStore.Configuration {
         var configuration = makeConfiguration()
         configuration.readOnly = readOnly
-        configuration.durability = .batched(interval: 0.002)
+        configuration.durability = .batched(within: .milliseconds(2))
         configuration.logSegmentBytes = 16 << 10
         return configuration
     }

@@ -91,7 +91,7 @@ import Testing
         var configuration = makeConfiguration(clock: clock)
         configuration.eventHandler = recorder.handler
         try withTemporaryStore(configuration) { store in
-            for n in 0..<3 { try store.put(Data(repeating: UInt8(n), count: 100), for: "https://x.test/\(n)", ttl: 10) }
+            for n in 0..<3 { try store.put(Data(repeating: UInt8(n), count: 100), for: "https://x.test/\(n)", expiry: .after(.seconds(10))) }
             clock.advance(by: 11)
             let report = try store.sweepExpired()
             store.drainEventsForTesting()
@@ -121,7 +121,7 @@ import Testing
     @Test func everyEventHasASeverityAndASentence() {
         let events: [StoreEvent] = [
             .backgroundFailure(.sweep, error: ImageStoreError.closed(path: "/s")), .recovered(RecoveryReport()),
-            .quarantined(entries: 2), .waitedForWriterLock(seconds: 0.02), .evicted(.budget, entries: 1, bytes: 10),
+            .quarantined(entries: 2), .waitedForWriterLock(for: .milliseconds(20)), .evicted(.budget, entries: 1, bytes: 10),
         ]
         #expect(events.map(\.severity) == [.error, .info, .warning, .info, .info])
         #expect(events.allSatisfy { $0.description.hasPrefix("imgstore ") })

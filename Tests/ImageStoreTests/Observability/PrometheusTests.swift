@@ -49,7 +49,7 @@ import Testing
         configuration.logSegmentBytes = 64 << 10
         try withTemporaryStore(configuration) { store in
             let png = try Fixtures.image("shapes.png")
-            for n in 0..<40 { try store.put(png, for: "https://x.test/\(n)", ttl: n < 10 ? 5 : 3600) }
+            for n in 0..<40 { try store.put(png, for: "https://x.test/\(n)", expiry: .after(.seconds(n < 10 ? 5 : 3600))) }
             for n in 0..<60 { _ = try store.get("https://x.test/\(n)") }
             #expect(throws: ImageStoreError.self) { try store.put(Data("junk".utf8), for: "https://x.test/junk") }
             clock.advance(by: 6)

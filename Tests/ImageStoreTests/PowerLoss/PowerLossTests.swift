@@ -28,7 +28,7 @@ struct PowerLossTests {
     private let child = ChildProcess.product("imgstore-test-child")
     private var cuts: Int { ProcessInfo.processInfo.environment["IMGSTORE_POWER_CUTS"].flatMap(Int.init) ?? 10 }
 
-    /// `.batched(interval: 0.05)` (the writer's) may lose what was acknowledged this long
+    /// `.batched(within: .milliseconds(50))` (the writer's) may lose what was acknowledged this long
     /// before the cut: the interval, plus a sync that was in flight on a loaded machine.
     static let batchedWindow: UInt64 = 1_000_000_000
 

@@ -51,6 +51,12 @@ import Testing
         }
     }
 
+    @Test func theConfigurationExampleOpensAStore() throws {
+        try withTemporaryStore(readmeConfiguration()) { store in
+            #expect(store.configuration.sweepPeriod == .seconds(30))
+        }
+    }
+
     @Test func theUsageExampleRuns() async throws {
         let directory = makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

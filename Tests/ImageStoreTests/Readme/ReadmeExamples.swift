@@ -18,6 +18,15 @@ func readmeUsage(downloadedBytes: Data, imagesDirectory: String, serve: (Data, S
     await store.async.close()
 }
 
+/// README "Configuration defaults".
+func readmeConfiguration() -> ImageStore.Configuration {
+    var configuration = ImageStore.Configuration()
+    configuration.defaultExpiry = .after(.seconds(3 * 86_400))   // what .storeDefault means
+    configuration.sweepPeriod = .seconds(30)                      // nil: sweep only on demand
+    configuration.durability = .batched(within: .milliseconds(50))
+    return configuration
+}
+
 /// README "Loading images" (compiled, not run: it goes to the network).
 func readmeLoading(store: ImageStore, urlsOnTheNextPage: [String]) async throws {
     let loader = try ImageLoader(store: store)

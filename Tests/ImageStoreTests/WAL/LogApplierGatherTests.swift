@@ -9,7 +9,7 @@ import Testing
     /// A store whose applier gathers for an hour: only a settle (or enough bytes) ends it.
     private func makeGatheringStore(at directory: String, delay: TimeInterval = 3_600) throws -> ImageStore {
         var configuration = makeConfiguration()
-        configuration.applierGatherDelay = delay
+        configuration.applierGatherDelay = .seconds(delay)
         return try ImageStore(path: directory, configuration: configuration)
     }
 
@@ -37,7 +37,7 @@ import Testing
             let entries = (0..<5).map(LogTest.smallEntry)
             do {
                 let store = try makeGatheringStore(at: directory)
-                for (url, data) in entries { try store.put(data, for: url, durability: .batched(interval: 0.01)) }
+                for (url, data) in entries { try store.put(data, for: url, durability: .batched(within: .milliseconds(10))) }
                 try store.checkpoint()  // settles first: LMDB holds every put now
                 let written = try #require(store.logStatus).writtenSequence
                 #expect(try #require(store.writes?.applier).appliedSequence >= written)

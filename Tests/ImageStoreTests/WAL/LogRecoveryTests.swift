@@ -107,7 +107,7 @@ import Testing
             let fileSystem = PowerLossLogFileSystem()
             let store = try ImageStore(path: directory, configuration: LogTest.configuration(applyLog: false, fileSystem: fileSystem))
             for n in 0..<10 { try store.put(LogTest.smallEntry(n).data, for: LogTest.smallEntry(n).url, durability: .sync) }
-            for n in 10..<20 { try store.put(LogTest.smallEntry(n).data, for: LogTest.smallEntry(n).url, durability: .batched(interval: 3600)) }
+            for n in 10..<20 { try store.put(LogTest.smallEntry(n).data, for: LogTest.smallEntry(n).url, durability: .batched(within: .seconds(3600))) }
             fileSystem.powerLoss()
             store.abandonForTesting()
 

@@ -15,7 +15,7 @@ import Testing
     /// A log of 10 `.sync` records and 5 written unsynced, copied as a kill leaves it, whose
     /// watermark file is the one written after the 3rd sync (7 syncs behind).
     private func staleStore(in directory: String) throws -> (copy: String, segment: String, ends: [Int]) {
-        var configuration = LogTest.configuration(applyLog: false, durability: .batched(interval: 3600))
+        var configuration = LogTest.configuration(applyLog: false, durability: .batched(within: .seconds(3600)))
         configuration.logSegmentBytes = 1 << 20
         let original = directory + "/original", copy = directory + "/stale"
         let store = try ImageStore(path: original, configuration: configuration)

@@ -83,7 +83,7 @@ enum LogTest {
     /// synced) with `.batched`, copied to `copy` as a SIGKILL at that moment would leave it
     /// (watermark included). LMDB applies nothing, so every record is unapplied.
     static func makeKilledStore(at directory: String, copy: String, synced: Int, unsynced: Int) throws {
-        var configuration = configuration(applyLog: false, durability: .batched(interval: 3600))
+        var configuration = configuration(applyLog: false, durability: .batched(within: .seconds(3600)))
         configuration.logSegmentBytes = 1 << 20
         let store = try ImageStore(path: directory, configuration: configuration)
         for n in 0..<synced { try store.put(smallEntry(n).data, for: smallEntry(n).url, durability: .sync) }

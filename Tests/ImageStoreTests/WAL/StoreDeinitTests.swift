@@ -10,7 +10,7 @@ import Testing
         try withTemporaryDirectory { directory throws in
             let files = GatedLogFileSystem()  // never holds a write here: it records who does I/O
             // `.none` puts stay queued: the flusher would write them only an hour from now.
-            let configuration = LogTest.configuration(durability: .batched(interval: 3600), fileSystem: files)
+            let configuration = LogTest.configuration(durability: .batched(within: .seconds(3600)), fileSystem: files)
             do {
                 let store = try ImageStore(path: directory, configuration: configuration)
                 try store.put(LogTest.smallEntry(1).data, for: LogTest.smallEntry(1).url, durability: .sync)

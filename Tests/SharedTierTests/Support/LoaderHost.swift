@@ -25,8 +25,8 @@ final class LoaderHost: Sendable {
         storeConfiguration.durability = .none
         store = try ImageStore(path: directory + "/store", configuration: storeConfiguration)
         var configuration = ImageLoader.Configuration()
-        configuration.timeout = 60  // generous: the machine is loaded
-        configuration.negativeTTL = 0
+        configuration.downloadTimeout = .seconds(60)  // generous: the machine is loaded
+        configuration.negativeCacheLifetime = .zero
         loader = try ImageLoader(store: store, configuration: configuration, sharedTier: wrap(tier))
     }
 
