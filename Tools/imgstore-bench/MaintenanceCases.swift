@@ -8,7 +8,7 @@ import Synchronization
 enum MaintenanceCases {
     static let all: [BenchmarkCase] = [
         BenchmarkCase(name: "expire.sweep") { o in sweeps(o) },
-        BenchmarkCase(name: "recover.256MiB") { o in recovery(o) },
+        BenchmarkCase(name: "recover.256MiB") { o in recovery(o, reopening: .init()) + recovery(o, reopening: .writeMapped) },
     ]
 
 
@@ -85,7 +85,7 @@ enum MaintenanceCases {
     /// the open replays them into LMDB and checkpoints. The log is written by a store with the applier off
     /// (`applyLog`, a test hook) and then abandoned as a crash would leave it; page cache warm. One operation; MB/s
     /// is the log's image bytes over the open's time.
-    static func recovery(_ options: BenchmarkOptions) -> [Measurement] {
+    static func recovery(_ options: BenchmarkOptions, reopening reopenConfiguration: ImageStore.Configuration) -> [Measurement] {
         let logBytes = options.quick ? 16 << 20 : 256 << 20
         let set = ImageSet.make(bytes: logBytes, seed: 77)
         let directory = options.scratch("recover")
@@ -105,14 +105,16 @@ enum MaintenanceCases {
         } catch { fail("recover: \(error)") }
         let t0 = BenchmarkRunner.nanoseconds()
         let store: ImageStore
-        do { store = try ImageStore(path: directory) } catch { fail("recover: reopen: \(error)") }
+        do { store = try ImageStore(path: directory, configuration: reopenConfiguration) } catch {
+            fail("recover: reopen: \(error)")
+        }
         let ns = Double(BenchmarkRunner.nanoseconds() - t0)
         defer { store.close() }
         let entries = (try? store.statistics().entryCount) ?? -1
         if entries != set.count { fail("recover: \(entries) entries after recovery, expected \(set.count)") }
         return [
             Measurement(
-                caseName: "recover.256MiB", system: "imgstore", threads: 1, operations: 1, bytes: set.totalBytes,
+                caseName: "recover.256MiB", system: reopenConfiguration.writeMap ? "imgstore-writemap" : "imgstore", threads: 1, operations: 1, bytes: set.totalBytes,
                 seconds: ns / 1e9, latencies: [ns], cpuSeconds: ns / 1e9)
         ]
     }

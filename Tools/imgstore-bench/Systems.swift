@@ -50,13 +50,17 @@ func fail(_ message: String) -> Never {
 // MARK: - imgstore
 
 final class ImgStoreSystem: StoreSystem {
-    let name = "imgstore"
+    let name: String
     let store: ImageStore
     let durability: Durability
 
-    init(path: String, configuration: ImageStore.Configuration = .init(), durability: Durability = .sync) {
+    init(
+        path: String, configuration: ImageStore.Configuration = .init(), durability: Durability = .sync,
+        name: String = "imgstore"
+    ) {
         do { store = try ImageStore(path: path, configuration: configuration) } catch { fail("open \(path): \(error)") }
         self.durability = durability
+        self.name = name
     }
 
     func put(_ url: String, _ data: Data, thread: Int) {
@@ -111,6 +115,15 @@ func reportGroupCommits(_ store: ImageStore, _ label: String) {
     let line = String(format: "%d group commits, %.1f records each, %d log fsyncs of %.0f µs mean",
                       batches.count, perBatch, syncs.count, fsync)
     FileHandle.standardError.write(Data("    \(label): \(line)\n".utf8))
+}
+
+extension ImageStore.Configuration {
+    /// The default configuration with `writeMap` on (the `imgstore-writemap` rows).
+    static var writeMapped: ImageStore.Configuration {
+        var configuration = ImageStore.Configuration()
+        configuration.writeMap = true
+        return configuration
+    }
 }
 
 // MARK: - Raw LMDB
