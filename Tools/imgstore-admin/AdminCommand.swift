@@ -11,6 +11,8 @@ protocol AdminCommand {
 /// What every command gets: where the store is, and how to write output.
 struct CommandContext {
     var storePath: String
+    /// `--max-disk-bytes`, for the commands that take it: the disk budget a writer opens with.
+    var maxDiskBytes: Int? = nil
     /// Every store `openStore` opened; `run` in main.swift closes them after the command, on
     /// the main thread (a store dropped without `close()` is not checkpointed).
     let opened = OpenedStores()
@@ -36,6 +38,8 @@ struct CommandContext {
         var configuration = configuration
         configuration.readOnly = access == .read
         if access == .read { configuration.sweepPeriod = nil }
+        // A writer enforces the budget as it opens, so a store over it (a full disk) gets out.
+        if access != .read, let maxDiskBytes { configuration.maxDiskBytes = maxDiskBytes }
         let store: ImageStore
         do { store = try ImageStore(path: storePath, configuration: configuration) } catch {
             throw failure(error)

@@ -11,6 +11,7 @@ enum FetchCommand: AdminCommand {
             OptionSpec(name: "--timeout", value: "SECONDS", help: "per-download timeout, at most 86400 (default 30)"),
             OptionSpec(name: "--concurrency", value: "N", help: "downloads at once, 1 to 1024 (default 8)"),
             SharedTierOptions.tierOption, SharedTierOptions.prefixOption, SharedTierOptions.timeoutOption,
+            Options.maxDiskBytesOption,
         ],
         positional: 1...Int.max,
         details: """

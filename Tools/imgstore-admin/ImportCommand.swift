@@ -13,7 +13,7 @@ enum ImportCommand: AdminCommand {
             OptionSpec(name: "--manifest", value: "FILE", help: "import exactly the files a manifest lists (as export writes), under its URLs"),
             Options.ttlOption, Options.durabilityOption,
             OptionSpec(name: "--json", help: "print one JSON line per file, after its put was acknowledged"),
-            PutCommand.strictOption,
+            PutCommand.strictOption, Options.maxDiskBytesOption,
         ],
         positional: 1...1,
         details: """

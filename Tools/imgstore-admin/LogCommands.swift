@@ -59,7 +59,8 @@ enum CheckpointCommand: AdminCommand {
     static let spec = CommandSpec(
         name: "checkpoint",
         summary: "Recover and apply the write-ahead log, sync LMDB, and retire the log's segments.",
-        arguments: "", positional: 0...0, details: "Fails with status 74 while another process writes to the store.")
+        arguments: "", options: [Options.maxDiskBytesOption], positional: 0...0,
+        details: "Fails with status 74 while another process writes to the store.")
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         let store = try context.openStore(.write)

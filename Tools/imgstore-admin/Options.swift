@@ -44,6 +44,19 @@ enum Options {
         return count
     }
 
+    /// `--max-disk-bytes N`: the disk budget (`Configuration.maxDiskBytes`) a writer opens the
+    /// store with, a whole number of bytes greater than 0; nil when absent.
+    static func maxDiskBytes(_ arguments: ParsedArguments) throws(CommandFailure) -> Int? {
+        guard let value = arguments.value(maxDiskBytesOption.name) else { return nil }
+        guard let bytes = Int(value), bytes > 0 else {
+            throw ArgumentParser.usage("\(maxDiskBytesOption.name) needs a whole number of bytes greater than 0 (at most \(Int.max)); got '\(value)'")
+        }
+        return bytes
+    }
+
+    static let maxDiskBytesOption = OptionSpec(
+        name: "--max-disk-bytes", value: "N",
+        help: "the disk budget: past N bytes of LMDB pages, evict least recently used entries (down to 90% of N), at once when the store is over it")
     static let ttlOption = OptionSpec(name: "--ttl", value: "SECONDS", help: "seconds until the entry expires, or 'never' (default: the store's, 7 days)")
     static let durabilityOption = OptionSpec(name: "--durability", value: "MODE", help: "sync (default), batched or none: when the put is acknowledged")
 }

@@ -5,7 +5,7 @@ import ImageStore
 enum PutCommand: AdminCommand {
     static let spec = CommandSpec(
         name: "put", summary: "Validate FILE and store it as the image for URL (replacing any entry).",
-        arguments: "URL FILE", options: [Options.ttlOption, Options.durabilityOption, strictOption], positional: 2...2,
+        arguments: "URL FILE", options: [Options.ttlOption, Options.durabilityOption, strictOption, Options.maxDiskBytesOption], positional: 2...2,
         details: """
             FILE may be - for standard input, or any readable file: a FIFO, /dev/stdin, a device. At most
             the entry size limit (64 MiB) plus one byte is read; a larger input is refused (status 65).

@@ -3,7 +3,8 @@ import ImageStore
 /// `rm URL`: removes an entry.
 enum RemoveCommand: AdminCommand {
     static let spec = CommandSpec(
-        name: "rm", summary: "Remove the entry for URL. Exits 1 when there is none.", arguments: "URL", positional: 1...1)
+        name: "rm", summary: "Remove the entry for URL. Exits 1 when there is none.", arguments: "URL",
+        options: [Options.maxDiskBytesOption], positional: 1...1)
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         let url = arguments.positionals[0]

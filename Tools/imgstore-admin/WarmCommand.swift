@@ -11,7 +11,7 @@ enum WarmCommand: AdminCommand {
         options: [
             SharedTierOptions.tierOption, SharedTierOptions.prefixOption,
             OptionSpec(name: "--limit", value: "N", help: "warm at most N objects, the first N in key order (default: all)"),
-            SharedTierOptions.concurrencyOption, SharedTierOptions.timeoutOption,
+            SharedTierOptions.concurrencyOption, SharedTierOptions.timeoutOption, Options.maxDiskBytesOption,
         ],
         positional: 0...0,
         details: """

@@ -87,7 +87,7 @@ func run(_ argv: [String]) -> ExitCode {
             return Output.exitStatus(for: .success, prefix: prefix)
         }
         let storePath = parsed.value("--store") ?? ProcessInfo.processInfo.environment["IMGSTORE_PATH"] ?? "./imgstore"
-        let context = CommandContext(storePath: storePath)
+        let context = CommandContext(storePath: storePath, maxDiskBytes: try Options.maxDiskBytes(parsed))
         defer { context.opened.closeAll() }
         try command.run(parsed, context: context)
         return Output.exitStatus(for: .success, prefix: prefix)

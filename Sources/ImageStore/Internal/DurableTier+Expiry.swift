@@ -33,12 +33,20 @@ extension DurableTier {
         }
     }
 
-    /// Evicts least recently accessed entries, `batchSize` per transaction, until the pages the
-    /// budget counts (`budgetedBytes`) are at most `targetBytes`.
+    /// Evicts least recently accessed entries until the pages the budget counts
+    /// (`budgetedBytes`) are at most `targetBytes`. Each transaction removes at most
+    /// `batchSize` entries and stops once their bytes cover the excess it measured before it
+    /// began, so a store holding fewer entries than a batch loses only as many as the budget
+    /// needs, never the entries just applied with them. The excess is measured again after
+    /// each transaction (an entry frees a little more than its bytes, or less when its pages
+    /// are shared), until the store is under the target.
     func evict(downTo targetBytes: Int, batchSize: Int) throws(ImageStoreError) -> Removal {
         var removal = Removal()
-        while try budgetedBytes() > targetBytes {
-            let removed = try removeBatch(from: access, limit: batchSize, operation: "evicting for the disk budget") { _, _ in true }
+        while true {
+            let excess = try budgetedBytes() - targetBytes
+            guard excess > 0 else { break }
+            let removed = try removeBatch(from: access, limit: batchSize, stopAfterBytes: excess,
+                                          operation: "evicting for the disk budget") { _, _ in true }
             if removed.isEmpty { break }
             removal.cacheKeys += removed.map(\.cacheKey)
             removal.bytes += removed.reduce(0) { $0 + $1.byteCount }
@@ -49,8 +57,9 @@ extension DurableTier {
 
     /// Removes, in one transaction, up to `limit` entries named by the first rows of `index`
     /// for which `include(time, entryKey)` holds (rows are visited in time order, and the
-    /// scan stops at the first that does not).
-    private func removeBatch(from index: Database, limit: Int, operation: String,
+    /// scan stops at the first that does not). With `stopAfterBytes`, it stops once the
+    /// removed entries' bytes reach that many.
+    private func removeBatch(from index: Database, limit: Int, stopAfterBytes: Int? = nil, operation: String,
                              include: (Int64, UnsafeRawBufferPointer) -> Bool) throws(ImageStoreError) -> [EntryRecord] {
         try writing(operation) { txn in
             var victims: [(row: [UInt8], key: [UInt8])] = []
@@ -62,13 +71,16 @@ extension DurableTier {
                 return true
             }
             var removed: [EntryRecord] = []
+            var removedBytes = 0
             for victim in victims {
+                if let stopAfterBytes, removedBytes >= stopAfterBytes { break }
                 guard let value = try txn.get(entries, key: victim.key), let record = EntryRecord(decoding: value) else {
                     try txn.delete(index, key: victim.row)  // a row for an entry that is gone
                     continue
                 }
                 try remove(record, key: victim.key, in: txn)
                 removed.append(record)
+                removedBytes += record.byteCount
             }
             return removed
         }

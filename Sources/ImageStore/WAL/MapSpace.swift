@@ -1,15 +1,19 @@
 import Locking
 
 /// The write path's view of the room left in LMDB's map: the last measurement, minus what puts
-/// that are logged but not yet applied will take. A put reserves its share before it is logged,
-/// under one lock, so writers racing for the last room never both get it: an acknowledged put
-/// is always appliable.
+/// that are logged but not yet applied will take. A put checks the disk and reserves its share
+/// of the map before it is logged, in one step under one lock (`admit`), so writers racing for
+/// the last room on the disk or in the map never both get it: an acknowledged put is always
+/// appliable.
 final class MapSpace: Sendable {
     private struct State {
         /// Map bytes free after what is applied (measured, or lowered since by applied batches).
         var estimate: Int
         /// Bytes reserved by puts logged and not yet applied.
         var reserved = 0
+        /// Log bytes of puts admitted whose append has not returned yet: the disk may not show
+        /// them yet, so a racing put's disk check counts them.
+        var logging = 0
         var batchesSinceMeasure = 0
     }
 
@@ -28,18 +32,33 @@ final class MapSpace: Sendable {
         }
     }
 
-    /// Reserves `bytes`; false (nothing reserved) when they do not fit.
-    func reserve(_ bytes: Int) -> Bool {
-        state.withLock { state in
-            guard state.estimate - state.reserved >= bytes else { return false }
-            state.reserved += bytes
+    /// Admits a write in one step under the lock, so writers racing for the last room never
+    /// both get it: `checkDisk(pending)` runs first, told what admitted writes not yet applied
+    /// may still take on the disk (their map reservations, and the log bytes of those still
+    /// being appended); then `need` bytes of the map are reserved and `logged` log bytes
+    /// counted until `appended(logged:)`.
+    /// - Returns: false (nothing reserved) when `need` does not fit in the map.
+    /// - Throws: what `checkDisk` throws (nothing reserved).
+    func admit(need: Int, logged: Int,
+               checkDisk: (_ pending: Int) throws(ImageStoreError) -> Void) throws(ImageStoreError) -> Bool {
+        try state.withLock { (state) throws(ImageStoreError) -> Bool in
+            try checkDisk(state.reserved + state.logging)
+            guard state.estimate - state.reserved >= need else { return false }
+            state.reserved += need
+            state.logging += logged
             return true
         }
     }
 
-    /// Bytes reserved by puts logged and not yet applied: what applying them may still add to
-    /// LMDB's file, so room on the disk that a new put must leave to them.
-    var reservedBytes: Int { state.withLock { $0.reserved } }
+    /// The append of a write admitted with `logged` log bytes returned (or failed): the disk
+    /// now shows what it wrote.
+    func appended(logged: Int) {
+        state.withLock { state in
+            state.logging -= logged
+            // Invariant: only admitted log bytes are released.
+            assert(state.logging >= 0)
+        }
+    }
 
     /// Gives back a reservation whose entry was never logged.
     func unreserve(_ bytes: Int) {

@@ -139,9 +139,8 @@ final class WritePath: Sendable {
     ///   written), `diskFull`, `logFailed`, or the applier's failure.
     func append(_ entry: LogEntry, durability: Durability) throws(ImageStoreError) {
         if let failure = applier.failure { throw failure }
-        let need = MapSpace.need(entry)
-        try prepareDisk(for: entry, need: need)
-        if !space.reserve(need) { try reserveAfterSettling(need) }
+        let (need, logged) = try admit(entry)
+        defer { space.appended(logged: logged) }
         do {
             try log.append(entry, durability: durability) { sequence in index.record(entry, sequence: sequence) }
         } catch {
@@ -160,11 +159,15 @@ final class WritePath: Sendable {
     /// - Throws: `CancellationError`, or what `append` throws.
     func appendAsync(_ entry: LogEntry, durability: Durability) async throws {
         if let failure = applier.failure { throw failure }
-        let need = MapSpace.need(entry)
-        try prepareDisk(for: entry, need: need)
-        if !space.reserve(need) {
-            try await Blocking.run { [self] () throws(ImageStoreError) in try reserveAfterSettling(need) }
+        let admitted: (need: Int, logged: Int)
+        if let now = try admitNow(entry) {
+            admitted = now
+        } else {
+            // Waiting for the applier (a stale map estimate) blocks: off the cooperative pool.
+            admitted = try await Blocking.run { [self] () throws(ImageStoreError) in try admitAfterSettling(entry) }
         }
+        let (need, logged) = admitted
+        defer { space.appended(logged: logged) }
         var queued = false
         do {
             try await log.appendAsync(entry, durability: durability) { sequence in
@@ -179,33 +182,51 @@ final class WritePath: Sendable {
         }
     }
 
-    /// The map-space estimate may be stale: settles, measures once more, then reserves `need`
-    /// or refuses.
-    /// - Throws: `storeFull` when it does not fit; what `settle` throws.
-    private func reserveAfterSettling(_ need: Int) throws(ImageStoreError) {
-        try settle()
-        space.measured(try tier.availableBytes())
-        guard space.reserve(need) else { throw .storeFull(path: directory, limit: tier.maxMapSize) }
+    /// Checks that the disk can take `entry` and reserves its room in the map, in one step
+    /// (`MapSpace.admit`): puts racing for the last room are each admitted only with room left
+    /// for those admitted before them. The caller owes `space.appended(logged:)` once it has
+    /// appended (or failed to).
+    /// - Returns: the map bytes reserved and the log bytes counted.
+    /// - Throws: `noRoomForWrite` (the disk), `storeFull` (the map), `storage` when LMDB's
+    ///   free pages cannot be read, what `settle` throws; nothing reserved, nothing written.
+    private func admit(_ entry: LogEntry) throws(ImageStoreError) -> (need: Int, logged: Int) {
+        if let admitted = try admitNow(entry) { return admitted }
+        return try admitAfterSettling(entry)
     }
 
-    /// Refuses a put the disk cannot take: the disk must hold the record and what applying it
-    /// may add to LMDB's file (less the free pages LMDB can reuse), so an acknowledged put can
-    /// always be applied (the space reserve is not counted). Before a removal, which frees space but needs a little first, releases
-    /// the space reserve when the disk is full (`SpaceReserve`).
-    /// - Throws: `noRoomForWrite`, or `storage` when LMDB's free pages cannot be read; nothing
-    ///   written.
-    private func prepareDisk(for entry: LogEntry, need: Int) throws(ImageStoreError) {
+    /// Admits `entry` as `admit` does, or returns nil when the map estimate says it does not
+    /// fit (the estimate may be stale: `admitAfterSettling`). Never waits.
+    private func admitNow(_ entry: LogEntry) throws(ImageStoreError) -> (need: Int, logged: Int)? {
+        let need = MapSpace.need(entry)
         let logged: Int
         switch entry {
         case let .put(_, data): logged = data.count
         case .renew: logged = WALFormat.headerByteCount + 4096  // a record, never the bytes
         case .delete, .deleteAll:
             makeRoomToFree()
-            return
+            return (0, 0)
         }
-        // Puts logged and not yet applied may still grow LMDB's file by what they reserved: a
-        // new put must leave them that room, or a replay after a crash could not apply them.
-        let pending = space.reservedBytes
+        let admitted = try space.admit(need: need, logged: logged) { (pending) throws(ImageStoreError) in
+            try checkDisk(logged: logged, need: need, pending: pending)
+        }
+        return admitted ? (need, logged) : nil
+    }
+
+    /// Settles, measures the map once more, then admits `entry` or refuses it.
+    /// - Throws: `storeFull` when it does not fit; what `admitNow` and `settle` throw.
+    private func admitAfterSettling(_ entry: LogEntry) throws(ImageStoreError) -> (need: Int, logged: Int) {
+        try settle()
+        space.measured(try tier.availableBytes())
+        guard let admitted = try admitNow(entry) else { throw .storeFull(path: directory, limit: tier.maxMapSize) }
+        return admitted
+    }
+
+    /// Refuses a put the disk cannot take: the disk must hold its `logged` log bytes and the
+    /// `need` bytes applying it may add to LMDB's file, after the `pending` bytes of writes
+    /// admitted before it (less the free pages LMDB can reuse), so an acknowledged put can
+    /// always be applied (the space reserve is not counted). Runs under `MapSpace`'s lock.
+    /// - Throws: `noRoomForWrite`, or `storage` when LMDB's free pages cannot be read.
+    private func checkDisk(logged: Int, need: Int, pending: Int) throws(ImageStoreError) {
         guard let available = FileSystem.availableBytes(at: directory), available < pending + need + logged else { return }
         // Pages LMDB freed (a removal, an eviction) take entries without growing the file.
         let needed = logged + max(0, pending + need - (try tier.reusableBytes()))
