@@ -96,7 +96,7 @@ final class DurableTier: Sendable {
             if isNew { try StoreCreation.makeDurable(environment, path: path, fileSystem: configuration.logFileSystem) }
             let tier = DurableTier(environment: environment, path: path, maxMapSize: options.maxMapSize,
                                    databases: databases, keyHasher: configuration.keyHasher)
-            if !readOnly { try tier.checkFreeList() }
+            if !readOnly { try tier.checkStructure() }
             return (tier, writerLock)
         } catch {
             throw .from(error, path: path, operation: "reading the store's metadata", maxMapSize: options.maxMapSize)

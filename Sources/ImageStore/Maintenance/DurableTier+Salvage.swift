@@ -38,7 +38,10 @@ extension DurableTier {
         }
         var count = SalvageCount()
         var total = 0
-        let ordered = candidates.sorted { $0.lexicographicallyPrecedes($1) }
+        // A damaged page can yield keys of any length (node offsets or sizes garbled); no entry
+        // has such a key, and the fresh store would refuse it (`MDB_BAD_VALSIZE` for 0 or more
+        // than 511 bytes), failing the whole salvage.
+        let ordered = candidates.filter { $0.count == StoreFormat.entryKeyByteCount }.sorted { $0.lexicographicallyPrecedes($1) }
         for start in stride(from: 0, to: ordered.count, by: Self.salvageBatch) {
             let batch = ordered[start..<min(start + Self.salvageBatch, ordered.count)]
             var found: [Found] = []

@@ -36,7 +36,7 @@ extension ImageStore {
             try swapIn(copyOf: fresh)
         }
         memory?.invalidateAll()
-        try tier.checkFreeList()  // the fresh file's: writes refused for a damaged one are taken again
+        try tier.checkStructure()  // the fresh file's: writes refused for a damaged one are taken again
         let found = if case let .corruptStore(_, detail) = damage { detail } else { "\(damage)" }
         let detail = "\(found); \(count.copied) readable entries copied into a fresh data file"
             + (count.quarantined > 0 ? ", \(count.quarantined) damaged ones set aside in the quarantine" : "")
