@@ -26,6 +26,9 @@ extension DurableTier {
         }
     }
 
+    /// Whether damage found by `checkStructure` stops every write (until a salvage).
+    var isRefusingWrites: Bool { writeRefusal.withLock { $0 != nil } }
+
     /// Throws `writeRefusal`, the damage that stops every write, if there is one: the check
     /// every write (a `removeAll` too) makes before it is logged. One lock, no I/O.
     func checkAcceptingWrites() throws(ImageStoreError) {

@@ -202,19 +202,25 @@ final class DurableTier: Sendable {
     /// Applies log records in one transaction that also records the last one's sequence
     /// number, so a crash leaves LMDB either before or after the whole batch.
     func apply(_ batch: [SequencedEntry]) throws(ImageStoreError) {
-        guard let last = batch.last?.sequence else { return }
+        guard !batch.isEmpty else { return }
         let bytes = batch.reduce(0) { if case let .put(_, data) = $1.entry { $0 + data.count } else { $0 } }
-        try writing("applying the log", bytes: bytes) { txn in
-            for item in batch {
-                switch item.entry {
-                case let .put(record, data): try put(record, data: data, in: txn)
-                case let .renew(record, _): try renew(record, in: txn)
-                case let .delete(cacheKey): try remove(cacheKey: cacheKey, in: txn)
-                case .deleteAll: try removeAll(in: txn)
-                }
+        try writing("applying the log", bytes: bytes) { txn in try apply(batch, in: txn) }
+    }
+
+    /// Applies `batch` inside `txn` and records its last sequence number as applied-seq. `txn`
+    /// may belong to another environment whose databases were opened in this one's order (a
+    /// salvage's fresh data file): LMDB numbers databases in the order they are opened.
+    func apply(_ batch: [SequencedEntry], in txn: borrowing Transaction) throws {
+        guard let last = batch.last?.sequence else { return }
+        for item in batch {
+            switch item.entry {
+            case let .put(record, data): try put(record, data: data, in: txn)
+            case let .renew(record, _): try renew(record, in: txn)
+            case let .delete(cacheKey): try remove(cacheKey: cacheKey, in: txn)
+            case .deleteAll: try removeAll(in: txn)
             }
-            try txn.put(meta, key: StoreFormat.appliedSequenceKey, value: Self.encode(last))
         }
+        try txn.put(meta, key: StoreFormat.appliedSequenceKey, value: Self.encode(last))
     }
 
     /// Makes every committed transaction durable, meta page included (`mdb_env_sync(env, 1)`).

@@ -76,6 +76,16 @@ extension DurableTier {
         return count
     }
 
+    /// Applies log records `batch` to `fresh` (a salvage's data file, its databases
+    /// `freshDatabases`), as the applier applies them to this environment.
+    /// - Throws: errors writing `fresh`.
+    func replay(_ batch: [SequencedEntry], into fresh: Environment, databases freshDatabases: [Database]) throws(ImageStoreError) {
+        // Invariant: `fresh` numbers its databases as this environment does (opened in the same
+        // order), so this tier's database handles name the same databases in `fresh`.
+        precondition(freshDatabases == databases, "a salvage's databases are opened in the store's order")
+        try write(fresh, "replaying the log into the fresh data file") { txn in try apply(batch, in: txn) }
+    }
+
     /// One candidate key's entry as it could be read.
     private enum Found {
         case whole(EntryRecord, [UInt8], [UInt8])

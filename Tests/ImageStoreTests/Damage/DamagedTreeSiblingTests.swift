@@ -69,6 +69,50 @@ extension DamagedTreeWriteTests {
         }
     }
 
+    /// Writes acknowledged before the damage that LMDB does not hold yet (in the log only, as
+    /// after a crash), which would merge onto the damaged leaf when applied: the writable open
+    /// replays nothing into the damaged file and keeps the log, reads go on, writes are refused,
+    /// and `verify --repair` replays the records into the fresh data file. None is lost.
+    @Test func acknowledgedWritesTheDamagedFileLacksAreReplayedIntoTheSalvagedOne() throws {
+        try withTemporaryDirectory { directory in
+            let store = directory + "/store"
+            let present = try makeStore(at: store, count: Self.siblingCount)
+            let map = try LMDBPageMap(file: store + "/data.mdb")
+            let owners = Self.entryNumbers(map)
+            let leaves = map.pages.filter { $0.database == "entries" && $0.kind == .leaf }
+            try #require(leaves.count >= 2)
+            let removed = (map.nodes[leaves[1].number] ?? []).compactMap { owners[$0.key] }
+            let added = Array(Self.siblingCount..<(Self.siblingCount + 10))
+            var configuration = makeConfiguration()
+            configuration.applyLog = false
+            do {
+                let logging = try ImageStore(path: store, configuration: configuration)
+                for n in removed { try logging.remove(Self.url(n), durability: .sync) }
+                for n in added { try logging.put(Self.blob(n), for: Self.url(n), durability: .sync) }
+                logging.abandonForTesting()  // as a crash: nothing applied
+            }
+            try FileCorruption.overwrite(16, at: leaves[0].number * map.pageSize, in: store + "/data.mdb")
+            let readable = try readableEntries(store, present: present)
+            #expect(readable.isSuperset(of: removed) && readable.count < present.count, "the damage hides leaf 0's entries only")
+
+            let opened = try ImageStore(path: store, configuration: makeConfiguration())
+            #expect(try opened.get(Self.url(removed[0]))?.data == Self.blob(removed[0]), "reads go on")
+            #expect(throws: ImageStoreError.self) { try opened.put(Self.blob(1), for: Self.url(Self.siblingCount + 20)) }
+            let report = try opened.verify(ImageStore.VerifyOptions(repair: true))
+            #expect(report.unrepaired.isEmpty, "\(report.problems)")
+            let salvage = report.problems.first { $0.kind == .damagedTree }
+            #expect(salvage?.detail.contains("\(removed.count + added.count) log records not yet applied replayed") == true, "\(report.problems)")
+            opened.close()
+
+            let repaired = try ImageStore(path: store, configuration: makeConfiguration())
+            defer { repaired.close() }
+            #expect(try repaired.verify().problems == [])
+            for n in removed { #expect(try repaired.get(Self.url(n)) == nil, "acknowledged removal of \(n) applied") }
+            for n in added { #expect(try repaired.get(Self.url(n))?.data == Self.blob(n), "acknowledged put of \(n) applied") }
+            for n in readable.subtracting(removed) { #expect(try repaired.get(Self.url(n))?.data == Self.blob(n), "entry \(n) saved") }
+        }
+    }
+
     /// Removes `removing` and puts 40 new entries, each refused (`corruptStore`) or
     /// acknowledged; then reopens as the writer: every acknowledged write reads back, and no
     /// refused one was applied. Nil (an issue recorded) when the reopen fails.
