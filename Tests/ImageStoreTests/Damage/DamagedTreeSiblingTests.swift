@@ -13,6 +13,30 @@ extension DamagedTreeWriteTests {
     /// Enough entries for several leaves in each of `entries` and `blobs`, under one root.
     static let siblingCount = 800
 
+    /// A store of `siblingCount` entries and where they lie.
+    struct SiblingStore {
+        var present: Set<Int>
+        var map: LMDBPageMap
+        /// Each entries-tree key's entry number.
+        var owners: [[UInt8]: Int]
+
+        /// `database`'s pages of `kind`, in key order.
+        func pages(_ database: String, _ kind: LMDBPageMap.Kind) -> [LMDBPageMap.Page] {
+            map.pages.filter { $0.database == database && $0.kind == kind }
+        }
+
+        /// The entries whose keys lie on the leaf `page` (of `entries` or `blobs`: same keys).
+        func entries(on page: LMDBPageMap.Page) -> [Int] { (map.nodes[page.number] ?? []).compactMap { owners[$0.key] } }
+    }
+
+    func siblingStore(at path: String) throws -> SiblingStore {
+        let present = try makeStore(at: path, count: Self.siblingCount)
+        let map = try LMDBPageMap(file: path + "/data.mdb")
+        let built = SiblingStore(present: present, map: map, owners: Self.entryNumbers(map))
+        try #require(built.owners.count == present.count, "every record's entry is found in the leaves")
+        return built
+    }
+
     /// Each entries-tree key's entry number, read from the records in the leaves (a record
     /// holds its URL as UTF-8).
     static func entryNumbers(_ map: LMDBPageMap) -> [[UInt8]: Int] {
@@ -28,26 +52,23 @@ extension DamagedTreeWriteTests {
         return numbers
     }
 
-    /// For leaves of `entries` and `blobs` (the leftmost, one in the middle and the one before
-    /// the last), 16 bytes are damaged at the header, the node offsets, the middle and the end
-    /// (where the first nodes' bytes lie). The entries of the damaged leaf's right neighbour are
+    /// For leaves of `entries` and `blobs` (the leftmost and the one before the last), 16
+    /// bytes are damaged at the header, the node offsets, the middle and the end (where the
+    /// first nodes' bytes lie). The entries of the damaged leaf's right neighbour are
     /// then removed (so the neighbour rebalances onto the damaged leaf) and new entries put
     /// (splits). Every write is refused with `corruptStore` or applied and reads back after a
     /// reopen; a refused one left nothing behind; `verify --repair` saves every readable entry.
     @Test func aWriteThatMergesOrSplitsOntoADamagedSiblingIsRefusedOrAppliedNeverLost() throws {
         try withTemporaryDirectory { directory in
             let pristine = directory + "/pristine"
-            let present = try makeStore(at: pristine, count: Self.siblingCount)
-            let map = try LMDBPageMap(file: pristine + "/data.mdb")
-            let owners = Self.entryNumbers(map)
-            try #require(owners.count == present.count, "every record's entry is found in the leaves")
+            let built = try siblingStore(at: pristine)
+            let (present, map) = (built.present, built.map)
             var cases: [(target: Target, neighbours: [Int])] = []
             for database in ["entries", "blobs"] {
-                let leaves = map.pages.filter { $0.database == database && $0.kind == .leaf }
-                let branches = map.pages.filter { $0.database == database && $0.kind == .branch }
-                try #require(leaves.count >= 6 && branches.count == 1, "\(database): several leaves under one root")
-                for index in [0, leaves.count / 2, leaves.count - 2] {
-                    let neighbours = (map.nodes[leaves[index + 1].number] ?? []).compactMap { owners[$0.key] }
+                let leaves = built.pages(database, .leaf)
+                try #require(leaves.count >= 6 && built.pages(database, .branch).count == 1, "\(database): several leaves under one root")
+                for index in [0, leaves.count - 2] {
+                    let neighbours = built.entries(on: leaves[index + 1])
                     try #require(!neighbours.isEmpty, "\(database) leaf \(index + 1) holds entries")
                     for offset in [0, 16, map.pageSize / 2, map.pageSize - 16] {
                         cases.append((Target(page: leaves[index], offset: offset), neighbours))
@@ -76,12 +97,11 @@ extension DamagedTreeWriteTests {
     @Test func acknowledgedWritesTheDamagedFileLacksAreReplayedIntoTheSalvagedOne() throws {
         try withTemporaryDirectory { directory in
             let store = directory + "/store"
-            let present = try makeStore(at: store, count: Self.siblingCount)
-            let map = try LMDBPageMap(file: store + "/data.mdb")
-            let owners = Self.entryNumbers(map)
-            let leaves = map.pages.filter { $0.database == "entries" && $0.kind == .leaf }
+            let built = try siblingStore(at: store)
+            let (present, map) = (built.present, built.map)
+            let leaves = built.pages("entries", .leaf)
             try #require(leaves.count >= 2)
-            let removed = (map.nodes[leaves[1].number] ?? []).compactMap { owners[$0.key] }
+            let removed = built.entries(on: leaves[1])
             let added = Array(Self.siblingCount..<(Self.siblingCount + 10))
             var configuration = makeConfiguration()
             configuration.applyLog = false
