@@ -21,8 +21,9 @@ final class DurableTier: Sendable {
     let isReadOnly: Bool
     /// The URL hash (`Configuration.keyHasher`): an entry's key is this of its cache key.
     let keyHasher: @Sendable (String) -> [UInt8]
-    /// Why every write is refused before it is logged (`corruptStore`: LMDB's free list is
-    /// damaged, so no commit can succeed); nil while writes are taken. See DurableTier+WriteCheck.swift.
+    /// Why every write is refused before it is logged (`corruptStore`: LMDB's free list or a
+    /// page of a tree is damaged, so a commit may fail); nil while writes are taken. See
+    /// DurableTier+WriteCheck.swift.
     let writeRefusal = LockedValue<ImageStoreError?>(nil)
 
     private init(environment: Environment, path: String, maxMapSize: Int, databases: [Database],

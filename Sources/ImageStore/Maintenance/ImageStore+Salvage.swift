@@ -7,8 +7,12 @@ extension ImageStore {
     /// (`salvage.compacting-<pid>`), then swaps a compacted copy of it in for `data.mdb` exactly
     /// as compaction does: refused while another process has the store open, and a crash at
     /// any moment leaves the old or the new data file whole (the next open removes the
-    /// left-over directory). Runs on the writer queue, after the log settled, so applied-seq
-    /// is the applier's and nothing is applied meanwhile.
+    /// left-over directory). Runs on the writer queue, after the log settled, so nothing is
+    /// applied meanwhile. The log's records after LMDB's applied-seq (those an open did not
+    /// replay into the damaged file) are replayed into the fresh one before the swap.
+    ///
+    /// Invariant: every acknowledged write is in the fresh data file or in a log record after
+    /// its applied-seq, so a salvage loses no acknowledged write that the log still holds.
     /// - Returns: the problem as `verify` reports it, saying what was saved and lost. It is
     ///   repaired even when entries were lost, as fsck counts an inode it cleared as corrected:
     ///   the store is consistent again (`verify` finds nothing), and what was lost cannot be
