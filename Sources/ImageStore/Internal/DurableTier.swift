@@ -338,6 +338,10 @@ final class DurableTier: Sendable {
         // Invariant: LMDB is written only from the writer queue, so its writer lock is taken
         // and released on one thread at a time and writers never queue on it.
         dispatchPrecondition(condition: .onQueue(writer))
+        // Invariant: nothing writes to a data file found damaged (`writeRefusal`): a commit
+        // could read its damaged pages, and a sweep, an eviction or the access times would go
+        // into it around the log records it lacks. Only the salvage writes, to a fresh file.
+        try checkAcceptingWrites()
         do {
             return try environment.write(body)
         } catch LMDBError.ioError where FileSystem.availableBytes(at: path).map({ $0 < bytes + (1 << 20) }) ?? false {

@@ -118,6 +118,8 @@ extension DamagedTreeWriteTests {
             let opened = try ImageStore(path: store, configuration: makeConfiguration())
             #expect(try opened.get(Self.url(removed[0]))?.data == Self.blob(removed[0]), "reads go on")
             #expect(throws: ImageStoreError.self) { try opened.put(Self.blob(1), for: Self.url(Self.siblingCount + 20)) }
+            // Nor does the store write to the damaged file itself (sweeps, evictions, access times).
+            #expect(throws: ImageStoreError.self) { try opened.sweepExpired() }
             let report = try opened.verify(ImageStore.VerifyOptions(repair: true))
             #expect(report.unrepaired.isEmpty, "\(report.problems)")
             let salvage = report.problems.first { $0.kind == .damagedTree }
