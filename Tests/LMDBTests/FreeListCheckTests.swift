@@ -3,22 +3,15 @@ import ImageStoreTestSupport
 @testable import LMDB
 import Testing
 
-/// `Transaction.checkFreeList` holds a healthy free list to its rules however LMDB built it: a
-/// false alarm would refuse every write of a healthy store. (Damage it finds:
-/// `DamagedTreeWriteTests`.)
+/// `Transaction.checkFreeList` (and `checkStructure`, which adds the trees) holds a healthy
+/// store to its rules however LMDB built it: a false alarm would refuse every write of a
+/// healthy store. (Damage they find: `DamagedTreeWriteTests`.)
 @Suite struct FreeListCheckTests {
-    private func open(_ directory: String) throws -> Environment {
-        var options = EnvironmentOptions()
-        options.initialMapSize = 1 << 24
-        options.maxMapSize = 1 << 30
-        return try Environment.open(path: directory, options: options)
-    }
-
     /// Rounds of puts, rewrites, large values (overflow pages) and deletions: after each, the
     /// check passes and counts what `freePageCount` counts.
     @Test func aChurnedFreeListPassesAndCountsEveryFreePage() throws {
         try withTemporaryDirectory { directory throws in
-            let environment = try open(directory)
+            let environment = try Environment.openForTest(directory)
             let db = try environment.openDatabase(named: "t")
             var generator = SeededGenerator(seed: 13)
             var checkedNonEmpty = 0
@@ -34,7 +27,10 @@ import Testing
                         }
                     }
                 }
-                let (checked, counted) = try environment.read { txn in (try txn.checkFreeList(), try txn.freePageCount()) }
+                let (checked, counted) = try environment.read { txn in
+                    try txn.checkStructure(of: [db])  // the tree check raises no false alarm either
+                    return (try txn.checkFreeList(), try txn.freePageCount())
+                }
                 #expect(checked == counted, "round \(round)")
                 if checked > 0 { checkedNonEmpty += 1 }
             }

@@ -10,13 +10,6 @@ import Testing
 /// and after a power cut the same holds for free pages whose writes were lost. Only pages a
 /// tree can reach must lie inside the file.
 @Suite struct FreeTailTests {
-    private func open(_ directory: String) throws -> Environment {
-        var options = EnvironmentOptions()
-        options.initialMapSize = 1 << 24
-        options.maxMapSize = 1 << 30
-        return try Environment.open(path: directory, options: options)
-    }
-
     /// Page numbers on the free list.
     private func freePages(_ environment: Environment) throws -> Set<Int> {
         try environment.read { txn in
@@ -33,7 +26,7 @@ import Testing
     /// Builds a store whose last pages are free: a large value written at the end of the file,
     /// then deleted, while enough pages freed earlier serve every later allocation.
     private func storeEndingInFreePages(_ directory: String) throws -> (live: [UInt8: [UInt8]], firstFree: Int, pageSize: Int) {
-        let environment = try open(directory)
+        let environment = try Environment.openForTest(directory)
         let db = try environment.openDatabase(named: "t")
         var live: [UInt8: [UInt8]] = [:]
         // Churn: many small values written and rewritten leave a long free list behind.
@@ -72,7 +65,7 @@ import Testing
             let (live, firstFree, pageSize) = try storeEndingInFreePages(directory)
             #expect(truncate(directory + "/data.mdb", off_t(firstFree * pageSize)) == 0)
 
-            let environment = try open(directory)
+            let environment = try Environment.openForTest(directory)
             let db = try environment.openDatabase(named: "t", create: false)
             for (key, value) in live {
                 #expect(try environment.read { try $0.get(db, key: [key]).map(Array.init) } == value)
@@ -90,7 +83,7 @@ import Testing
             let (_, firstFree, pageSize) = try storeEndingInFreePages(directory)
             // One page more than the free tail: a page the meta page or a tree may reach.
             #expect(truncate(directory + "/data.mdb", off_t((firstFree - 1) * pageSize)) == 0)
-            #expect(throws: LMDBError.corrupted) { try open(directory) }
+            #expect(throws: LMDBError.corrupted) { try Environment.openForTest(directory) }
         }
     }
 }

@@ -29,6 +29,7 @@ warnIfDebugBuild()
 let allCases: [BenchmarkCase] =
     RunnerSelfTest.all + MemoryTierCases.all + StoreCases.all + ValidationCases.all + MaintenanceCases.all
     + CompactAndLoadCases.all + LongReaderCases.all + AsyncPutCases.all + BusyReadCases.all + FleetCases.all
+    + StructureCheckCases.all
 
 let usage = """
     usage: imgstore-bench [--quick] [--json] [--cases A,B] [--dataset-mib N] [--dir PATH] [case-prefix...]

@@ -8,8 +8,8 @@ extension DurableTier {
     /// a store whose tree is damaged on that path refuses the write with `corruptStore` instead
     /// of acknowledging one that would then stop the applier and every later open as the writer.
     ///
-    /// Damage elsewhere (a page the write never reads) does not stop the write: it can be applied.
-    /// Damage on LMDB's free list, which every commit reads, stops every write (`checkFreeList`).
+    /// Damage beside the path (a neighbour a rebalance or split reads) or on LMDB's free list
+    /// (which every commit reads) stops every write: `checkStructure` found it at the open.
     /// - Throws: `corruptStore` (LMDB's damage codes, keys out of order, a buffer outside the file;
     ///   a damaged free list).
     func checkWritable(cacheKey: String, record: EntryRecord?) throws(ImageStoreError) {
@@ -26,21 +26,29 @@ extension DurableTier {
         }
     }
 
+    /// Whether damage found by `checkStructure` stops every write (until a salvage).
+    var isRefusingWrites: Bool { writeRefusal.withLock { $0 != nil } }
+
     /// Throws `writeRefusal`, the damage that stops every write, if there is one: the check
     /// every write (a `removeAll` too) makes before it is logged. One lock, no I/O.
     func checkAcceptingWrites() throws(ImageStoreError) {
         if let refusal = writeRefusal.withLock({ $0 }) { throw refusal }
     }
 
-    /// Reads LMDB's free list whole and checks it (`Transaction.checkFreeList`), setting or
-    /// clearing `writeRefusal`. Every commit reads the free list, so when it is damaged no write
-    /// can be applied: the store then refuses every write with `corruptStore` before logging it,
-    /// and reads (which never read the free list) go on. Run at a writable open and after a
-    /// salvage replaced the data file; small and cheap (the list holds page numbers only).
+    /// Checks LMDB's free list and every tree a write can touch (`Transaction.checkStructure`:
+    /// the main database and all of the store's), setting or clearing `writeRefusal`. Every
+    /// commit reads the free list, and a write's rebalance or split may read any neighbour of
+    /// its path, so when either is damaged an acknowledged write might not be appliable: the
+    /// store then refuses every write with `corruptStore` before logging it, and reads (which
+    /// read only their own path) go on. Run at a writable open and after a salvage replaced the
+    /// data file. It reads every branch and leaf page, no overflow page.
+    ///
+    /// Invariant: while `writeRefusal` is nil, this check passed on the data file the writer
+    /// applies to, so the pages any write's commit reads were found well formed.
     /// - Throws: errors that are not damage (`storage`: an I/O error reading it).
-    func checkFreeList() throws(ImageStoreError) {
+    func checkStructure() throws(ImageStoreError) {
         do {
-            _ = try reading("checking LMDB's free list") { txn in try txn.checkFreeList() }
+            try reading("checking LMDB's free list and trees") { txn in try txn.checkStructure(of: databases) }
             writeRefusal.withLock { $0 = nil }
         } catch {
             guard case let .corruptStore(path, detail) = error else { throw error }

@@ -21,8 +21,9 @@ final class DurableTier: Sendable {
     let isReadOnly: Bool
     /// The URL hash (`Configuration.keyHasher`): an entry's key is this of its cache key.
     let keyHasher: @Sendable (String) -> [UInt8]
-    /// Why every write is refused before it is logged (`corruptStore`: LMDB's free list is
-    /// damaged, so no commit can succeed); nil while writes are taken. See DurableTier+WriteCheck.swift.
+    /// Why every write is refused before it is logged (`corruptStore`: LMDB's free list or a
+    /// page of a tree is damaged, so a commit may fail); nil while writes are taken. See
+    /// DurableTier+WriteCheck.swift.
     let writeRefusal = LockedValue<ImageStoreError?>(nil)
 
     private init(environment: Environment, path: String, maxMapSize: Int, databases: [Database],
@@ -96,7 +97,7 @@ final class DurableTier: Sendable {
             if isNew { try StoreCreation.makeDurable(environment, path: path, fileSystem: configuration.logFileSystem) }
             let tier = DurableTier(environment: environment, path: path, maxMapSize: options.maxMapSize,
                                    databases: databases, keyHasher: configuration.keyHasher)
-            if !readOnly { try tier.checkFreeList() }
+            if !readOnly { try tier.checkStructure() }
             return (tier, writerLock)
         } catch {
             throw .from(error, path: path, operation: "reading the store's metadata", maxMapSize: options.maxMapSize)
@@ -202,19 +203,25 @@ final class DurableTier: Sendable {
     /// Applies log records in one transaction that also records the last one's sequence
     /// number, so a crash leaves LMDB either before or after the whole batch.
     func apply(_ batch: [SequencedEntry]) throws(ImageStoreError) {
-        guard let last = batch.last?.sequence else { return }
+        guard !batch.isEmpty else { return }
         let bytes = batch.reduce(0) { if case let .put(_, data) = $1.entry { $0 + data.count } else { $0 } }
-        try writing("applying the log", bytes: bytes) { txn in
-            for item in batch {
-                switch item.entry {
-                case let .put(record, data): try put(record, data: data, in: txn)
-                case let .renew(record, _): try renew(record, in: txn)
-                case let .delete(cacheKey): try remove(cacheKey: cacheKey, in: txn)
-                case .deleteAll: try removeAll(in: txn)
-                }
+        try writing("applying the log", bytes: bytes) { txn in try apply(batch, in: txn) }
+    }
+
+    /// Applies `batch` inside `txn` and records its last sequence number as applied-seq. `txn`
+    /// may belong to another environment whose databases were opened in this one's order (a
+    /// salvage's fresh data file): LMDB numbers databases in the order they are opened.
+    func apply(_ batch: [SequencedEntry], in txn: borrowing Transaction) throws {
+        guard let last = batch.last?.sequence else { return }
+        for item in batch {
+            switch item.entry {
+            case let .put(record, data): try put(record, data: data, in: txn)
+            case let .renew(record, _): try renew(record, in: txn)
+            case let .delete(cacheKey): try remove(cacheKey: cacheKey, in: txn)
+            case .deleteAll: try removeAll(in: txn)
             }
-            try txn.put(meta, key: StoreFormat.appliedSequenceKey, value: Self.encode(last))
         }
+        try txn.put(meta, key: StoreFormat.appliedSequenceKey, value: Self.encode(last))
     }
 
     /// Makes every committed transaction durable, meta page included (`mdb_env_sync(env, 1)`).
@@ -331,6 +338,10 @@ final class DurableTier: Sendable {
         // Invariant: LMDB is written only from the writer queue, so its writer lock is taken
         // and released on one thread at a time and writers never queue on it.
         dispatchPrecondition(condition: .onQueue(writer))
+        // Invariant: nothing writes to a data file found damaged (`writeRefusal`): a commit
+        // could read its damaged pages, and a sweep, an eviction or the access times would go
+        // into it around the log records it lacks. Only the salvage writes, to a fresh file.
+        try checkAcceptingWrites()
         do {
             return try environment.write(body)
         } catch LMDBError.ioError where FileSystem.availableBytes(at: path).map({ $0 < bytes + (1 << 20) }) ?? false {

@@ -38,7 +38,10 @@ extension DurableTier {
         }
         var count = SalvageCount()
         var total = 0
-        let ordered = candidates.sorted { $0.lexicographicallyPrecedes($1) }
+        // A damaged page can yield keys of any length (node offsets or sizes garbled); no entry
+        // has such a key, and the fresh store would refuse it (`MDB_BAD_VALSIZE` for 0 or more
+        // than 511 bytes), failing the whole salvage.
+        let ordered = candidates.filter { $0.count == StoreFormat.entryKeyByteCount }.sorted { $0.lexicographicallyPrecedes($1) }
         for start in stride(from: 0, to: ordered.count, by: Self.salvageBatch) {
             let batch = ordered[start..<min(start + Self.salvageBatch, ordered.count)]
             var found: [Found] = []
@@ -71,6 +74,16 @@ extension DurableTier {
             try txn.put(freshDatabases[0], key: StoreFormat.appliedSequenceKey, value: Self.encode(appliedSequence))
         }
         return count
+    }
+
+    /// Applies log records `batch` to `fresh` (a salvage's data file, its databases
+    /// `freshDatabases`), as the applier applies them to this environment.
+    /// - Throws: errors writing `fresh`.
+    func replay(_ batch: [SequencedEntry], into fresh: Environment, databases freshDatabases: [Database]) throws(ImageStoreError) {
+        // Invariant: `fresh` numbers its databases as this environment does (opened in the same
+        // order), so this tier's database handles name the same databases in `fresh`.
+        precondition(freshDatabases == databases, "a salvage's databases are opened in the store's order")
+        try write(fresh, "replaying the log into the fresh data file") { txn in try apply(batch, in: txn) }
     }
 
     /// One candidate key's entry as it could be read.

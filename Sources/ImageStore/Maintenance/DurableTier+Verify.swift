@@ -92,8 +92,9 @@ extension DurableTier {
                 }
             }
         }
-        // Every write reads LMDB's free list; damage there stops all writes, so it is checked too.
-        _ = try reading("checking LMDB's free list") { txn in try txn.checkFreeList() }
+        // What a writer checks before it takes writes (`checkStructure`): damage there stops
+        // all writes, so verify reports it and `--repair` salvages.
+        try reading("checking LMDB's free list and trees") { txn in try txn.checkStructure(of: databases) }
         let (counted, summed) = try reading("checking counters") { txn in
             var sum = 0
             try txn.scan(entries) { _, value in

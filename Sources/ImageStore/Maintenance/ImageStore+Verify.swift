@@ -25,7 +25,8 @@ extension ImageStore {
     /// (checksum, and image validation for entries validated on put), that a lookup reaches it
     /// (its key is the hash of its cache key and, with `Configuration.keyFunction` set, its
     /// cache key is that function's of its URL), the expiry and access indexes against the
-    /// entries, the counters, LMDB's free list, and the write-ahead log's segments.
+    /// entries, the counters, LMDB's free list and the structure of every tree (what a writable
+    /// open checks before it takes any write), and the write-ahead log's segments.
     ///
     /// Safe on a read-only store while another process writes: it reads consistent snapshots in
     /// short chunks and never takes the writer lock.

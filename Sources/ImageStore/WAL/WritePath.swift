@@ -43,7 +43,13 @@ final class WritePath: Sendable {
         // Recovery: replay what LMDB lacks, then checkpoint it all away.
         let applied = try tier.appliedSequence()
         let recovery = LogRecovery(directory: directory, fileSystem: fileSystem, salvage: configuration.salvageDamagedLog)
+        // A data file the open found damaged (`DurableTier.checkStructure`; writes refused) is
+        // not replayed into: applying could read its damaged pages, and fail or fault. The log
+        // is only read, to go on numbering after it; every segment stays, and the salvage
+        // (`verify --repair`) replays the records into its fresh data file.
+        let damaged = tier.isRefusingWrites
         func replay() throws(ImageStoreError) -> (report: RecoveryReport, lastSequence: UInt64) {
+            if damaged { return try recovery.replay(appliedSequence: applied) { _ in } }
             // The writer queue applies a segment's batches while this thread reads the next.
             let pipeline = ReplayPipeline(tier: tier)
             let result: (report: RecoveryReport, lastSequence: UInt64)
@@ -76,7 +82,7 @@ final class WritePath: Sendable {
             throw .storage(path: directory, detail: "listing the log: \(error)")
         }
         var unretired = segments
-        try Self.checkpoint(tier: tier, segments: &unretired, directory: directory, fileSystem: fileSystem)
+        if !damaged { try Self.checkpoint(tier: tier, segments: &unretired, directory: directory, fileSystem: fileSystem) }
         // After the replay, which may need the room (it is made only when there is plenty).
         SpaceReserve.prepare(in: directory)
 
@@ -310,6 +316,12 @@ final class WritePath: Sendable {
     /// back to the log, so a later checkpoint retires it.
     private func checkpoint(_ segments: [UInt64]) throws(ImageStoreError) {
         guard !segments.isEmpty else { return }
+        // Invariant: while the data file is known damaged, no segment is retired: it may hold
+        // records the file lacks (not replayed at the open), which only the salvage applies.
+        if tier.isRefusingWrites {
+            log.putBack(segments)
+            return
+        }
         do throws(ImageStoreError) {
             if let fault = syncFault?() { throw fault }
             try tier.sync()

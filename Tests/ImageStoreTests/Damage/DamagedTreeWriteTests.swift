@@ -18,13 +18,13 @@ import Testing
     }
 
     /// `count` entries, of which every fifth was removed again, so the free list has records.
-    private func makeStore(at path: String) throws -> Set<Int> {
+    func makeStore(at path: String, count: Int = Self.count) throws -> Set<Int> {
         let store = try ImageStore(path: path, configuration: makeConfiguration())
-        for n in 0..<Self.count { try store.put(Self.blob(n), for: Self.url(n), durability: .none) }
+        for n in 0..<count { try store.put(Self.blob(n), for: Self.url(n), durability: .none) }
         try store.checkpoint()
-        for n in stride(from: 0, to: Self.count, by: 5) { try store.remove(Self.url(n), durability: .none) }
+        for n in stride(from: 0, to: count, by: 5) { try store.remove(Self.url(n), durability: .none) }
         store.close()
-        return Set((0..<Self.count).filter { $0 % 5 != 0 })
+        return Set((0..<count).filter { $0 % 5 != 0 })
     }
 
     /// What a case damages: one page of the map, at its header or its middle.
@@ -88,7 +88,7 @@ import Testing
     }
 
     /// The entries that read back whole, in a read-only open.
-    private func readableEntries(_ store: String, present: Set<Int>) throws -> Set<Int> {
+    func readableEntries(_ store: String, present: Set<Int>) throws -> Set<Int> {
         var configuration = makeConfiguration()
         configuration.readOnly = true
         let opened = try ImageStore(path: store, configuration: configuration)
@@ -137,7 +137,7 @@ import Testing
 
     /// `verify(repair:)` saves every entry in `readable`; the store then takes writes at once,
     /// and after a reopen verifies clean.
-    private func checkRepairSaves(_ store: String, readable: Set<Int>, damage: String, salvaged: Bool) throws {
+    func checkRepairSaves(_ store: String, readable: Set<Int>, damage: String, salvaged: Bool) throws {
         let repairing = try ImageStore(path: store, configuration: makeConfiguration())
         let report = try repairing.verify(ImageStore.VerifyOptions(repair: true))
         if salvaged { #expect(report.problems.contains { $0.kind == .damagedTree }, "\(report.problems): \(damage)") }

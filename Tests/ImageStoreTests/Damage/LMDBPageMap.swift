@@ -17,6 +17,9 @@ struct LMDBPageMap {
 
     let pageSize: Int
     private(set) var pages: [Page] = []
+    /// The nodes of each leaf page, in the page's order: the key, and the value when it lies
+    /// in the leaf (not on overflow pages, not a named database's record).
+    private(set) var nodes: [Int: [(key: [UInt8], value: [UInt8]?)]] = [:]
 
     init(file: String) throws {
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: file)))
@@ -44,7 +47,13 @@ struct LMDBPageMap {
                     let (low, high, nodeFlags, keySize) = (integer(node, 2), integer(node + 2, 2), integer(node + 4, 2), integer(node + 6, 2))
                     if isBranch {
                         walk(low | high << 16 | nodeFlags << 32, database: database, named: named)
-                    } else if nodeFlags & 0x01 != 0 {  // F_BIGDATA: the value is on overflow pages
+                        continue
+                    }
+                    let keyBytes = node + 8 + keySize <= start + pageSize ? Array(bytes[(node + 8)..<(node + 8 + keySize)]) : []
+                    let valueEnd = node + 8 + keySize + (low | high << 16)
+                    let inline = nodeFlags & 0x03 == 0 && valueEnd <= start + pageSize
+                    nodes[root, default: []].append((keyBytes, inline ? Array(bytes[(node + 8 + keySize)..<valueEnd]) : nil))
+                    if nodeFlags & 0x01 != 0 {  // F_BIGDATA: the value is on overflow pages
                         let first = integer(node + 8 + keySize, 8)
                         guard (first + 1) * pageSize <= bytes.count else { continue }
                         pages.append(Page(number: first, kind: .overflow, database: database))
