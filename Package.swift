@@ -7,6 +7,24 @@ func systemLibrary(_ name: String, pkgConfig: String, apt: String) -> Target {
     .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt([apt])])
 }
 
+/// Release builds of the tools link the Swift runtime and Foundation statically (`-static-stdlib`): a
+/// dynamic `imgstore-admin` spent most of its 17-24 ms of start-up CPU in ld.so, binding and relocating
+/// some 60 shared libraries, which is the whole cost of a small `validate`. Only the link changes: the
+/// modules are compiled against the shared Foundation, whose objects name only `-lFoundation` and its
+/// Swift siblings, so the static archives' C parts are named here, and libcurl (FoundationNetworking)
+/// and libxml2 (FoundationXML) by their runtime sonames, which need no -dev package. Debug builds stay
+/// dynamic: the test binaries link the tools' modules with the toolchain's shared Swift Testing, and
+/// one process must not hold two copies of the Swift runtime.
+let staticSwiftInRelease: [LinkerSetting] = [
+    .unsafeFlags(
+        [
+            "-static-stdlib",
+            "-lCoreFoundation", "-l_FoundationCollections", "-l_FoundationCShims", "-l_FoundationICU",
+            "-l_CFURLSessionInterface", "-l:libcurl.so.4", "-l_CFXMLInterface", "-l:libxml2.so.2",
+        ],
+        .when(configuration: .release)),
+]
+
 let package = Package(
     name: "imgstore",
     platforms: [.macOS(.v15)],
@@ -45,14 +63,17 @@ let package = Package(
         .target(name: "SharedTier", dependencies: ["CCrypto", "Locking", "ImageStore"]),
 
         // MARK: - Tools
-        .executableTarget(name: "imgstore-admin", dependencies: ["ImageStore", "SharedTier"], path: "Tools/imgstore-admin"),
+        .executableTarget(
+            name: "imgstore-admin", dependencies: ["ImageStore", "SharedTier"], path: "Tools/imgstore-admin",
+            linkerSettings: staticSwiftInRelease),
         .executableTarget(
             name: "imgstore-bench",
             dependencies: [
                 "ImageStore", "LMDB", "CLMDB", "CSQLite", "MemoryCache", "ImageValidation", "CTurboJPEG", "CZlib", "SharedTier",
             ],
             path: "Tools/imgstore-bench",
-            exclude: ["README.md", "last-full-run.txt"]
+            exclude: ["README.md", "last-full-run.txt"],
+            linkerSettings: staticSwiftInRelease
         ),
 
         // MARK: - Tests
