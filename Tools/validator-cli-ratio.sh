@@ -3,6 +3,8 @@
 # same directory of mixed images; the README's validator section quotes this script's output.
 #
 #   Tools/validator-cli-ratio.sh [rounds]          default 5; prints the best round of each and the ratio
+#   IMGSTORE_ADMIN_BINARY=path Tools/validator-cli-ratio.sh   time that binary instead of building one
+#                                                   (a before/after pair, run back to back)
 #
 # The directory: 48 JPEGs (cjpeg, 4:2:0 and 4:4:4, baseline and progressive, 320x240 to 1280x960) and 24 PNGs
 # (ImageMagick, RGB and grey, the same sizes) made from seeded PPM test cards, plus PngSuite's valid files. Each
@@ -14,8 +16,11 @@ rounds="${1:-5}"
 corpus="${IMGSTORE_CORPUS:-$(pwd)/../shared/corpus}"
 work=fuzz-out/ratio
 rm -rf "$work"; mkdir -p "$work/images"
-swift build -c release --product imgstore-admin >/dev/null
-admin=.build/release/imgstore-admin
+admin="${IMGSTORE_ADMIN_BINARY:-}"
+if [ -z "$admin" ]; then
+  swift build -c release --product imgstore-admin >/dev/null
+  admin=.build/release/imgstore-admin
+fi
 
 python3 - "$work" <<'PY'
 import sys, random

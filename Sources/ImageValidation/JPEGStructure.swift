@@ -33,7 +33,43 @@ struct JPEGStructureResult {
 }
 
 enum JPEGStructure {
-    struct Component { var id: UInt8; var h: Int; var v: Int; var tq: Int }
+    struct Component { var id: UInt8 = 0; var h = 0; var v = 0; var tq = 0 }
+
+    /// A frame's components (1…4 here, condition 2) held inline: the walk over a file allocates nothing,
+    /// where two arrays per frame were a heap allocation and free each per file.
+    struct FrameComponents {
+        private var slots = (Component(), Component(), Component(), Component())
+        private(set) var count = 0
+
+        subscript(index: Int) -> Component {
+            // Invariant: only slots below `count` are read (indices come from `firstIndex(of:)`).
+            assert(index >= 0 && index < count)
+            switch index {
+            case 0: return slots.0
+            case 1: return slots.1
+            case 2: return slots.2
+            default: return slots.3
+            }
+        }
+
+        /// Adds `component`; the frame header's length check has limited them to four.
+        mutating func append(_ component: Component) {
+            precondition(count < 4, "a JPEG frame has at most 4 components here")
+            switch count {
+            case 0: slots.0 = component
+            case 1: slots.1 = component
+            case 2: slots.2 = component
+            default: slots.3 = component
+            }
+            count += 1
+        }
+
+        /// The index of the component with identifier `id`, if the frame has one.
+        func firstIndex(of id: UInt8) -> Int? {
+            for index in 0..<count where self[index].id == id { return index }
+            return nil
+        }
+    }
 
     static func validate(_ input: ByteInput, limits: ImageValidator.Limits) throws(ImageValidationError) -> JPEGStructureResult {
         let n = input.count
@@ -44,8 +80,8 @@ enum JPEGStructure {
         var pos = 2
         var sof: UInt8 = 0
         var precision = 0, width = 0, height = 0
-        var components: [Component] = []       // the first frame's (or DHP's): reported in the facts
-        var scanComponents: [Component] = []   // the current frame's: what scans may reference
+        var componentCount = 0                  // the first frame's (or DHP's): reported in the facts
+        var scanComponents = FrameComponents()  // the current frame's: what scans may reference
         var hierarchical = false
         var dcDefined: UInt8 = 0, acDefined: UInt8 = 0, qDefined: UInt8 = 0
         var dcLargestSymbol = SIMD4<Int>(repeating: 0)   // per DC table id: checked when a scan uses it (no heap)
@@ -84,9 +120,9 @@ enum JPEGStructure {
                 guard !overflow && pixels <= limits.maxPixels else {
                     throw ImageValidationError(.limitExceeded, at: 0, "\(width)×\(height) pixels exceed the limit of \(limits.maxPixels)")
                 }
-                let progressive = [0xC2, 0xC6, 0xCA, 0xCE].contains(sof)
+                let progressive = isProgressive(sof)
                 let facts = ImageFacts(
-                    format: .jpeg, width: width, height: height, bitDepth: precision, components: components.count,
+                    format: .jpeg, width: width, height: height, bitDepth: precision, components: componentCount,
                     colorType: nil, isInterlaced: progressive, frameCount: 1, trailingBytes: trailing,
                     isDecodedByDeepMode: precision == 8 && !hierarchical && sof & 0x03 != 0x03)
                 return JPEGStructureResult(facts: facts, sofMarker: sof, isHierarchical: hierarchical)
@@ -120,19 +156,18 @@ enum JPEGStructure {
                 guard legalP else { throw fail(.badHeader, "sample precision \(p) is not allowed for this process") }
                 guard x >= 1 else { throw fail(.badHeader, "width is 0") }
                 guard (1...4).contains(nf) else { throw fail(.badHeader, "\(nf) components; 1…4 are supported") }
-                var comps: [Component] = []
-                comps.reserveCapacity(nf)
+                var comps = FrameComponents()
                 for i in 0..<nf {
                     let c = seg + 6 + 3 * i
                     let id = input.u8(c), hv = input.u8(c + 1), tq = Int(input.u8(c + 2))
                     let h = Int(hv >> 4), v = Int(hv & 0x0F)
                     guard (1...4).contains(h) && (1...4).contains(v) else { throw fail(.badHeader, "component \(id) has sampling factors \(h)×\(v); 1…4 allowed") }
                     guard tq <= 3 && (!lossless || tq == 0) else { throw fail(.badHeader, "component \(id) uses quantisation table \(tq)") }
-                    guard !comps.contains(where: { $0.id == id }) else { throw fail(.badHeader, "component id \(id) appears twice") }
+                    guard comps.firstIndex(of: id) == nil else { throw fail(.badHeader, "component id \(id) appears twice") }
                     comps.append(Component(id: id, h: h, v: v, tq: tq))
                 }
                 if !hierarchical {
-                    precision = p; width = x; height = y; components = comps
+                    precision = p; width = x; height = y; componentCount = nf
                 }
                 scanComponents = comps
                 sof = code
@@ -210,9 +245,7 @@ enum JPEGStructure {
                 guard length == 8 + 3 * nf, (1...4).contains(nf) else { throw fail(.badHeader, "DHP length does not match its components") }
                 precision = Int(input.u8(seg)); height = input.be16(seg + 1); width = input.be16(seg + 3)
                 guard width >= 1 && height >= 1 else { throw fail(.badHeader, "DHP dimensions are 0") }
-                components = (0..<nf).map { i in
-                    Component(id: input.u8(seg + 6 + 3 * i), h: Int(input.u8(seg + 7 + 3 * i) >> 4), v: Int(input.u8(seg + 7 + 3 * i) & 0x0F), tq: 0)
-                }
+                componentCount = nf
                 hierarchical = true
             case 0xDF:
                 // §B.3.3 EXP.
@@ -234,7 +267,7 @@ enum JPEGStructure {
                 let ssPos = seg + 1 + 2 * ns
                 let ss = Int(input.u8(ssPos)), se = Int(input.u8(ssPos + 1))
                 let ah = Int(input.u8(ssPos + 2) >> 4), al = Int(input.u8(ssPos + 2) & 0x0F)
-                let progressive = [0xC2, 0xC6, 0xCA, 0xCE].contains(sof)
+                let progressive = isProgressive(sof)
                 let lossless = sof & 0x03 == 0x03
                 let arithmetic = sof >= 0xC9
                 if progressive {
@@ -260,7 +293,7 @@ enum JPEGStructure {
                     let cs = input.u8(seg + 1 + 2 * j), tables = input.u8(seg + 2 + 2 * j)
                     let td = Int(tables >> 4), ta = Int(tables & 0x0F)
                     // §B.2.3: Csj names a frame component, in the frame's order.
-                    guard let index = scanComponents.firstIndex(where: { $0.id == cs }), index > lastIndex else {
+                    guard let index = scanComponents.firstIndex(of: cs), index > lastIndex else {
                         throw fail(.badChunk, "scan component \(cs) is not in the frame or out of order")
                     }
                     lastIndex = index
@@ -346,6 +379,11 @@ enum JPEGStructure {
         assert(start >= 0 && start <= input.count)
         return imgstore_jpeg_next_marker(input.base.assumingMemoryBound(to: UInt8.self), input.count, start)
     }
+
+    /// Table B.1: the progressive frame markers SOF2, SOF6, SOF10 and SOF14 are the SOF codes whose low
+    /// two bits are 10 (no array to build per file).
+    @inline(__always)
+    static func isProgressive(_ sof: UInt8) -> Bool { sof & 0x03 == 0x02 }
 
     static func hex(_ b: UInt8) -> String {
         let digits = Array("0123456789ABCDEF")

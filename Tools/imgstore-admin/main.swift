@@ -13,13 +13,17 @@ let commands: [any AdminCommand.Type] = [
 let version = "0.1.0"
 
 /// One line per command: the names in a column wide enough for the longest, two spaces, the summary.
-let commandTable: String = {
+/// Computed, like `topLevelHelp`, only when help is asked for: main.swift's stored globals are set up
+/// eagerly, before the command line is read, and every command would pay for building the help
+/// (NSString padding, Foundation bridging) at start-up.
+var commandTable: String {
     let width = commands.map { $0.spec.name.count }.max() ?? 0
     return commands.map { "  " + $0.spec.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.spec.summary }
         .joined(separator: "\n")
-}()
+}
 
-let topLevelHelp = """
+var topLevelHelp: String {
+    """
     usage: imgstore-admin [--store PATH] COMMAND [options] [arguments]
 
     The ops tool for imgstore image stores.
@@ -44,6 +48,7 @@ let topLevelHelp = """
     verify exits as fsck does: 0 no problems, 1 all repaired, 4 problems left,
       8 operational error, 16 usage error
     """
+}
 
 @MainActor
 func run(_ argv: [String]) -> ExitCode {
