@@ -106,8 +106,9 @@ extension ImageStore {
         /// Called by `verify` with each log segment's path just before it opens it, so tests
         /// can retire the segment in between, as a live writer's checkpoint may. Not public API.
         package var verifyWillOpenLogSegment: (@Sendable (String) -> Void)?
-        /// Replaces the URL hash, so tests can force collisions. Not public API.
-        package var keyHasher: @Sendable (String) -> [UInt8] = Checksum.key
+        /// Replaces the URL hash (nil: XXH3-128, `Checksum.key`), so tests can force
+        /// collisions. Not public API.
+        package var keyHasher: (@Sendable (String) -> [UInt8])?
 
         public init() {}
     }
