@@ -97,15 +97,17 @@ final class ReadTransactionPool: Sendable {
 final class KeptReader {
     /// `MDB_txn*`, read-only.
     let handle: OpaquePointer
+    // The owning thread alone touches these (see the type's comment), so no dynamic
+    // exclusivity check is needed on every read: it cost more than the renewal itself.
     /// Cursors opened in this transaction, indexed by database handle; bound to it again
     /// (`mdb_cursor_renew`) each time one is lent out.
-    private var cursors: [OpaquePointer?] = []
+    @exclusivity(unchecked) private var cursors: [OpaquePointer?] = []
     /// Set when the transaction opened a database: its handle becomes usable by other
     /// transactions only if this one commits (a reset would close it, lmdb.h
     /// `mdb_dbi_open`), so such a transaction is committed and not kept.
-    var openedDatabase = false
+    @exclusivity(unchecked) var openedDatabase = false
     /// Whether `end` ran (the transaction is freed).
-    private var ended = false
+    @exclusivity(unchecked) private var ended = false
 
     init(handle: OpaquePointer) { self.handle = handle }
 
