@@ -113,8 +113,9 @@ extension ImageStore {
         /// Called by a salvage (`verify(repair:)` of a damaged tree) with its scratch directory
         /// just before it removes it, so tests can make the removal fail. Not public API.
         package var salvageWillRemoveScratch: (@Sendable (String) -> Void)?
-        /// Replaces the URL hash, so tests can force collisions. Not public API.
-        package var keyHasher: @Sendable (String) -> [UInt8] = Checksum.key
+        /// Replaces the URL hash (nil: XXH3-128, `Checksum.key`), so tests can force
+        /// collisions. Not public API.
+        package var keyHasher: (@Sendable (String) -> [UInt8])?
 
         /// Values given to the deprecated `TimeInterval` views that no `Expiry` or `Duration`
         /// holds (NaN, an infinite period, beyond ±292 billion years), by the view's name, so

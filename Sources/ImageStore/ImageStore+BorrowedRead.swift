@@ -57,7 +57,7 @@ extension ImageStore {
             case .deleted:
                 served = nil
             case .unknown:
-                if let hit = memory?.entry(cacheKey), !isExpired(hit.record, now: now) {
+                if let hit = memory?.entry(cacheKey, at: now), !isExpired(hit.record, now: now) {
                     source = .memory
                     served = try lend(hit.record, from: hit.data)
                 } else {

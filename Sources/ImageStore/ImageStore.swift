@@ -277,7 +277,7 @@ public final class ImageStore: Sendable {
             case let .put(record, data): (found, read) = ((record, data), .pendingLog)
             case .deleted: found = nil
             case .unknown:
-                let hit = memory?.entry(cacheKey)
+                let hit = memory?.entry(cacheKey, at: now)
                 // The hot path: a fresh entry with a fixed expiry (the memory tier drops those once
                 // expired) returns the info built when it was cached; no record copy, no dates.
                 if let hit, hit.record.slidingSeconds == 0, !(hit.record.expiresAt.map { $0 <= now } ?? false) {

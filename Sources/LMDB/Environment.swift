@@ -37,6 +37,8 @@ package final class Environment: Sendable {
     package let path: String
     package let options: EnvironmentOptions
     let gate = ResizeGate()
+    /// Read transactions kept between reads (`read`); drained before the handle closes.
+    private let readers: ReadTransactionPool
     /// The map size this process last set; guarded so a resize and a stats read agree.
     private let currentMapSize: LockedValue<Int>
     private let identity: FileIdentity
@@ -56,13 +58,20 @@ package final class Environment: Sendable {
         mdb_env_stat(handle, &stat)
         pageSize = Int(stat.ms_psize)
         mapStart = Self.mapStart(of: handle)
+        readers = ReadTransactionPool(capacity: Self.keptReaders(maxReaders: options.maxReaders))
     }
+
+    /// How many read transactions to keep: enough for the threads of a busy service to each
+    /// renew one of their own, and never more than a sixteenth of the reader table, which all
+    /// processes share (a small table keeps none).
+    static func keptReaders(maxReaders: UInt32) -> Int { min(8, Int(maxReaders) / 16) }
 
     deinit {
         // Closed under the registry lock so a concurrent `open` of the same directory
         // cannot create its environment before this one has released LMDB's locks.
         Environment.registry.withLock { open in
             if open[identity]?.environment == nil { open[identity] = nil }
+            readers.drain()  // LMDB closes an environment only with every transaction ended
             if let storedHandle { mdb_env_close(storedHandle) }
             lockFile?.close()  // after mdb_env_close: closing it earlier would drop LMDB's lock
         }
@@ -290,6 +299,7 @@ package final class Environment: Sendable {
         return try gate.exclusive { () throws -> R in
             guard try lockFile.otherHolder() == nil else { throw LMDBError.busy }
             let mapSize = currentMapSize.withLock { $0 }
+            readers.drain()  // no read runs (the gate is exclusive), so every kept one is in the pool
             mdb_env_close(try handle)
             storedHandle = nil
             var failure: (any Error)?
@@ -317,17 +327,37 @@ package final class Environment: Sendable {
     /// Never waits for a writer. Bytes handed out by the transaction are valid only inside
     /// `body`: copy them out before returning. Must not be nested inside another transaction
     /// on the same thread.
+    ///
+    /// The transaction is a kept one renewed when one is free (`ReadTransactionPool`): it
+    /// sees the newest commit all the same, and between reads it holds no snapshot.
     /// - Throws: what `body` throws; `LMDBError.mapResized` when another process, opened with
     ///   a larger `maxMapSize`, has filled the file past this process's map (reopen to adopt it).
     package func read<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
         try gate.shared { () throws -> R in
-            let transaction = try beginTransaction(flags: UInt32(MDB_RDONLY))
+            let transaction = try beginRead()
             let result = try body(transaction)
-            // Committing (not aborting) a read-only transaction keeps the database
-            // handles it opened usable afterwards (lmdb.h, mdb_dbi_open).
-            try transaction.commit()
+            // A kept transaction is reset; one that opened a database is committed, not
+            // aborted, which keeps that database's handle usable afterwards (lmdb.h, mdb_dbi_open).
+            if let reader = try transaction.endRead(), !readers.give(reader) { reader.end() }
             return result
         }
+    }
+
+    /// A read transaction on the newest snapshot: a kept one renewed, or a new one.
+    private func beginRead() throws(LMDBError) -> Transaction {
+        if let reader = readers.take() {
+            let rc = mdb_txn_renew(reader.handle)
+            guard rc == 0 else {
+                reader.end()
+                try check(rc)
+                preconditionFailure("unreachable")
+            }
+            return transaction(reader.handle, readOnly: true, reader: reader)
+        }
+        let new = try beginTransaction(flags: UInt32(MDB_RDONLY))
+        guard readers.capacity > 0 else { return new }
+        // Kept after this read (if a slot is free then): a new reader slot only now and then.
+        return new.kept()
     }
 
     /// Runs `body` in a write transaction, committing on return and aborting on throw. The
@@ -378,17 +408,22 @@ package final class Environment: Sendable {
     private func beginTransaction(flags: UInt32) throws(LMDBError) -> Transaction {
         var txn: OpaquePointer?
         try check(mdb_txn_begin(handle, nil, flags, &txn))
+        return transaction(txn!, readOnly: flags & UInt32(MDB_RDONLY) != 0, reader: nil)
+    }
+
+    /// The begun (or renewed) transaction `txn`, with the bounds of the pages it may read.
+    private func transaction(_ txn: OpaquePointer, readOnly: Bool, reader: KeptReader?) -> Transaction {
         // After the begin, so the transaction's pages all lie below me_last_pgno. mdb_env_info
         // only copies fields of an open environment: it cannot fail here.
         var info = MDB_envinfo()
-        mdb_env_info(try handle, &info)
-        let readOnly = flags & UInt32(MDB_RDONLY) != 0
+        if let storedHandle { mdb_env_info(storedHandle, &info) }
         guard let start = mapStart else {
-            return Transaction(handle: txn!, bounds: MapBounds(start: 0, used: .max, mapped: .max, readOnly: false, writeMap: true))
+            return Transaction(handle: txn, bounds: MapBounds(start: 0, used: .max, mapped: .max, readOnly: false, writeMap: true),
+                               reader: reader)
         }
-        return Transaction(handle: txn!, bounds: MapBounds(
+        return Transaction(handle: txn, bounds: MapBounds(
             start: start, used: start + UInt(Int(info.me_last_pgno) + 1) * UInt(pageSize),
-            mapped: start + UInt(info.me_mapsize), readOnly: readOnly, writeMap: options.writeMap))
+            mapped: start + UInt(info.me_mapsize), readOnly: readOnly, writeMap: options.writeMap), reader: reader)
     }
 
     /// The address at which `env` mapped its data file, found in `/proc/self/maps` by the

@@ -17,13 +17,23 @@ package struct Transaction: ~Copyable {
     let handle: OpaquePointer
     /// Where the pages in use lie in memory, to check every buffer LMDB hands out.
     let bounds: MapBounds
+    /// The kept reader this read transaction is (`ReadTransactionPool`), whose cursors scans
+    /// reuse; nil for a write transaction or one begun outside the pool. Held retained
+    /// (`Unmanaged`, so that `discard self` is allowed): `deinit` or `endRead` releases it.
+    let keptReader: Unmanaged<KeptReader>?
 
-    init(handle: OpaquePointer, bounds: MapBounds) {
+    init(handle: OpaquePointer, bounds: MapBounds, reader: KeptReader? = nil) {
         self.handle = handle
         self.bounds = bounds
+        self.keptReader = reader.map { Unmanaged.passRetained($0) }
     }
 
-    deinit { mdb_txn_abort(handle) }
+    deinit {
+        if let keptReader { keptReader.takeRetainedValue().end() } else { mdb_txn_abort(handle) }
+    }
+
+    /// The kept reader, borrowed for the transaction's life.
+    private var reader: KeptReader? { keptReader?.takeUnretainedValue() }
 
     /// Installs the handler behind the fault-guarded calls (`CLMDBGuard`), once per process.
     static func installFaultGuard() { _ = faultGuard }
@@ -39,6 +49,32 @@ package struct Transaction: ~Copyable {
         try check(imgstore_mdb_txn_commit(handle))
     }
 
+    /// This read transaction, made a kept one (`ReadTransactionPool`): `endRead` resets it
+    /// for reuse instead of ending it.
+    consuming func kept() -> Transaction {
+        let (handle, bounds) = (self.handle, self.bounds)
+        // Invariant: only a transaction begun outside the pool is made a kept one.
+        assert(keptReader == nil, "a kept transaction kept twice")
+        discard self
+        return Transaction(handle: handle, bounds: bounds, reader: KeptReader(handle: handle))
+    }
+
+    /// Ends a read transaction. A kept one is reset (it holds no snapshot from here on) and
+    /// its reader returned for the pool; one that is not kept, or that opened a database
+    /// (whose handle only a commit keeps usable), is committed and nil returned.
+    consuming func endRead() throws(LMDBError) -> KeptReader? {
+        let handle = self.handle
+        let reader = keptReader?.takeRetainedValue()
+        discard self
+        guard let reader, !reader.openedDatabase else {
+            defer { reader?.endCommitted() }
+            try check(imgstore_mdb_txn_commit(handle))
+            return nil
+        }
+        mdb_txn_reset(handle)
+        return reader
+    }
+
     /// The transaction's id: the snapshot a reader sees, or the one a writer will commit.
     package var id: Int { Int(mdb_txn_id(handle)) }
 
@@ -47,6 +83,7 @@ package struct Transaction: ~Copyable {
     /// - Throws: `LMDBError.notFound` when it does not exist and `create` is false.
     package func openDatabase(named name: String, create: Bool) throws(LMDBError) -> Database {
         var dbi = MDB_dbi()
+        reader?.openedDatabase = true
         try check(imgstore_mdb_dbi_open(handle, name, create ? UInt32(MDB_CREATE) : 0, &dbi))
         return Database(dbi: dbi, name: name)
     }
@@ -84,45 +121,68 @@ package struct Transaction: ~Copyable {
         _ database: Database, from start: UnsafeRawBufferPointer? = nil,
         _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
     ) throws -> Bool {
-        var cursor: OpaquePointer?
-        try check(mdb_cursor_open(handle, database.dbi, &cursor))
-        defer { mdb_cursor_close(cursor) }
-        var k = MDB_val()
-        var v = MDB_val()
-        var op = MDB_FIRST
-        var previous: [UInt8] = []
-        if let start {
-            k = MDB_val(mv_size: start.count, mv_data: UnsafeMutableRawPointer(mutating: start.baseAddress))
-            op = MDB_SET_RANGE
-            previous = Array(start)
-        }
-        var first = true
-        while true {
-            let rc = imgstore_mdb_cursor_get(cursor, &k, &v, op)
-            if rc == MDB_NOTFOUND { return true }
-            try check(rc)
-            let key = try bounds.checked(k, in: database)
-            let value = try bounds.checked(v, in: database)
-            // LMDB's default order: bytewise, a prefix before the longer key. The first key
-            // may equal `start` (MDB_SET_RANGE finds it); every later one must be greater.
-            let order = Self.compare(key, previous)
-            let inOrder = first ? (start == nil || order >= 0) : order > 0
-            // The free list (FREE_DBI) orders its integer keys natively, not bytewise.
-            if !inOrder && database.dbi != 0 {
-                throw LMDBError(code: MDB_CORRUPTED, detail: "the \(database.name) database's keys go backwards or repeat (a damaged page)")
+        let cursor = try openCursor(database.dbi)
+        defer { closeCursor(cursor, database.dbi) }
+        // The last key seen, for the order check, on the stack: LMDB keys are at most 511
+        // bytes (`mdb_env_get_maxkeysize`), so a scan allocates nothing of its own.
+        let capacity = max(Self.maxKeyBytes, start?.count ?? 0)
+        return try withUnsafeTemporaryAllocation(byteCount: capacity, alignment: 1) { previous in
+            var k = MDB_val()
+            var v = MDB_val()
+            var op = MDB_FIRST
+            var previousCount = 0
+            if let start {
+                k = MDB_val(mv_size: start.count, mv_data: UnsafeMutableRawPointer(mutating: start.baseAddress))
+                op = MDB_SET_RANGE
+                if let base = start.baseAddress { previous.baseAddress!.copyMemory(from: base, byteCount: start.count) }
+                previousCount = start.count
             }
-            previous.removeAll(keepingCapacity: true)
-            previous.append(contentsOf: key)
-            first = false
-            if try !body(key, value) { return false }
-            op = MDB_NEXT
+            var first = true
+            while true {
+                let rc = imgstore_mdb_cursor_get(cursor, &k, &v, op)
+                if rc == MDB_NOTFOUND { return true }
+                try check(rc)
+                let key = try bounds.checked(k, in: database)
+                let value = try bounds.checked(v, in: database)
+                // LMDB's default order: bytewise, a prefix before the longer key. The first key
+                // may equal `start` (MDB_SET_RANGE finds it); every later one must be greater.
+                let order = Self.compare(key, UnsafeRawBufferPointer(rebasing: previous[..<previousCount]))
+                let inOrder = first ? (start == nil || order >= 0) : order > 0
+                // The free list (FREE_DBI) orders its integer keys natively, not bytewise.
+                if !inOrder && database.dbi != 0 {
+                    throw LMDBError(code: MDB_CORRUPTED, detail: "the \(database.name) database's keys go backwards or repeat (a damaged page)")
+                }
+                guard key.count <= capacity else {
+                    throw LMDBError(code: MDB_CORRUPTED, detail: "the \(database.name) database has a \(key.count)-byte key, longer than LMDB allows (a damaged page)")
+                }
+                if let base = key.baseAddress { previous.baseAddress!.copyMemory(from: base, byteCount: key.count) }
+                previousCount = key.count
+                first = false
+                if try !body(key, value) { return false }
+                op = MDB_NEXT
+            }
         }
     }
 
+    /// LMDB's largest key (`MDB_MAXKEYSIZE` of its default build).
+    static let maxKeyBytes = 511
+
+    /// A cursor on `dbi`: the kept reader's when there is one, else a new one.
+    private func openCursor(_ dbi: MDB_dbi) throws(LMDBError) -> OpaquePointer {
+        if let reader { return try reader.cursor(dbi) }
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(handle, dbi, &cursor))
+        return cursor!
+    }
+
+    private func closeCursor(_ cursor: OpaquePointer, _ dbi: MDB_dbi) {
+        if let reader { reader.returnCursor(cursor, dbi) } else { mdb_cursor_close(cursor) }
+    }
+
     /// LMDB's default key comparison (`mdb_cmp_memn`): bytewise, then shorter first.
-    static func compare(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Int {
+    static func compare(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
         let common = min(a.count, b.count)
-        let order = b.withUnsafeBytes { b in common == 0 ? 0 : Int(memcmp(a.baseAddress!, b.baseAddress!, common)) }
+        let order = common == 0 ? 0 : Int(memcmp(a.baseAddress!, b.baseAddress!, common))
         return order != 0 ? order : a.count - b.count
     }
 

@@ -91,9 +91,21 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     public func value(forKey key: Key) -> Value? {
         // The clock is read through `self` only for entries that can expire: copying the closure out would retain
         // its context on every lookup, and two threads doing that fight over one reference count.
+        lookUp(key, now: { self.now() })
+    }
+
+    /// `value(forKey:)` at the time `now` (milliseconds of the cache's clock), for a caller that has just read that
+    /// clock itself: the lookup then reads no clock, and holds the shard's lock for less time.
+    @inlinable
+    public func value(forKey key: Key, at now: Int64) -> Value? {
+        lookUp(key, now: { now })
+    }
+
+    @inlinable
+    func lookUp(_ key: Key, now: () -> Int64) -> Value? {
         let hash = key.hashValue
         let result = shards[shardIndex(forHash: hash)].withLock {
-            $0.value(forKey: key, hash: hash, now: { self.now() })
+            $0.value(forKey: key, hash: hash, now: now)
         }
         switch result {
         case .hit(let value):

@@ -52,7 +52,9 @@ final class MemoryTier: Sendable {
             now: { Int64((clock().timeIntervalSince1970 * 1000).rounded(.down)) }))
     }
 
-    func entry(_ cacheKey: String) -> Entry? { cache.value(forKey: cacheKey) }
+    /// The entry for `cacheKey` at `now` (milliseconds of the store's clock, which the cache's
+    /// is): one clock read per get, the store's.
+    func entry(_ cacheKey: String, at now: Int64) -> Entry? { cache.value(forKey: cacheKey, at: now) }
 
     /// The generation to pass to `fill` after reading LMDB.
     var currentGeneration: UInt64 { publishedGeneration.load(ordering: .acquiring) }

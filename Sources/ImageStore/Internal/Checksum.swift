@@ -36,12 +36,17 @@ enum Checksum {
 
     /// XXH3-128 of a cache key: the 16-byte prefix of its entry key.
     static func key(_ key: String) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: StoreFormat.hashByteCount) { buffer, count in
+            writeKey(key, into: UnsafeMutableRawBufferPointer(buffer))
+            count = StoreFormat.hashByteCount
+        }
+    }
+
+    /// Writes `key(key)` into the first 16 bytes of `buffer` (a lookup's key on the stack).
+    static func writeKey(_ key: String, into buffer: UnsafeMutableRawBufferPointer) {
         var key = key
         let hash = key.withUTF8 { XXH3_128bits($0.baseAddress, $0.count) }
-        var out = [UInt8]()
-        out.reserveCapacity(StoreFormat.hashByteCount)
-        withUnsafeBytes(of: hash.high64.bigEndian) { out.append(contentsOf: $0) }
-        withUnsafeBytes(of: hash.low64.bigEndian) { out.append(contentsOf: $0) }
-        return out
+        buffer.storeBytes(of: hash.high64.bigEndian, toByteOffset: 0, as: UInt64.self)
+        buffer.storeBytes(of: hash.low64.bigEndian, toByteOffset: 8, as: UInt64.self)
     }
 }

@@ -21,20 +21,24 @@ final class DurableTier: Sendable {
     let isReadOnly: Bool
     /// The URL hash (`Configuration.keyHasher`): an entry's key is this of its cache key.
     let keyHasher: @Sendable (String) -> [UInt8]
+    /// Whether `keyHasher` is a test's replacement, not XXH3-128 (`Checksum.key`), which
+    /// lookups compute into a stack buffer (`withKeyHash`).
+    let hasCustomKeyHasher: Bool
     /// Why every write is refused before it is logged (`corruptStore`: LMDB's free list or a
     /// page of a tree is damaged, so a commit may fail); nil while writes are taken. See
     /// DurableTier+WriteCheck.swift.
     let writeRefusal = LockedValue<ImageStoreError?>(nil)
 
     private init(environment: Environment, path: String, maxMapSize: Int, databases: [Database],
-                 keyHasher: @escaping @Sendable (String) -> [UInt8]) {
+                 keyHasher: (@Sendable (String) -> [UInt8])?) {
         self.environment = environment
         self.isReadOnly = environment.options.readOnly
         self.path = path
         self.maxMapSize = maxMapSize
         (meta, entries, blobs, expiry, access) = (databases[0], databases[1], databases[2], databases[3], databases[4])
         quarantine = databases[5]
-        self.keyHasher = keyHasher
+        self.keyHasher = keyHasher ?? Checksum.key
+        hasCustomKeyHasher = keyHasher != nil
     }
 
     // MARK: - Opening
@@ -269,14 +273,11 @@ final class DurableTier: Sendable {
     /// Finds the slot holding `cacheKey` by visiting every slot of its hash: a collision never
     /// returns another key's entry.
     func locate(_ cacheKey: String, in txn: borrowing Transaction) throws -> (key: [UInt8], record: EntryRecord)? {
-        let hash = keyHasher(cacheKey)
         var found: (key: [UInt8], record: EntryRecord)?
-        // The first collision slot's key, `hash` + two zero bytes, on the stack: a miss allocates no start key.
-        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: hash.count + 2) { start in
-            _ = start.initialize(from: hash)
-            start[hash.count] = 0
-            start[hash.count + 1] = 0
-            try txn.scan(entries, from: UnsafeRawBufferPointer(start)) { key, value in
+        // The first collision slot's key, the hash and two zero bytes, on the stack: a miss allocates nothing.
+        try withKeyHash(cacheKey) { start in
+            let hash = UnsafeRawBufferPointer(rebasing: start[..<StoreFormat.hashByteCount])
+            try txn.scan(entries, from: start) { key, value in
                 guard key.count == StoreFormat.entryKeyByteCount, key.starts(with: hash) else { return false }
                 guard let record = EntryRecord(decoding: value) else {
                     throw ImageStoreError.corruptStore(path: path, detail: "an entry record is malformed (key \(Self.hex(key)))")
@@ -289,6 +290,24 @@ final class DurableTier: Sendable {
             }
         }
         return found
+    }
+
+    /// Calls `body` with `cacheKey`'s first collision slot key (its hash, then slot 0), in a
+    /// stack buffer.
+    private func withKeyHash<R>(_ cacheKey: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        try withUnsafeTemporaryAllocation(byteCount: StoreFormat.entryKeyByteCount, alignment: 8) { start in
+            if hasCustomKeyHasher {
+                let hash = keyHasher(cacheKey)
+                // Invariant: a key hash is 16 bytes (the entry key's prefix); a test's hasher too.
+                precondition(hash.count == StoreFormat.hashByteCount, "a key hasher returned \(hash.count) bytes, not 16")
+                start.copyBytes(from: hash)
+            } else {
+                Checksum.writeKey(cacheKey, into: start)
+            }
+            start[StoreFormat.hashByteCount] = 0
+            start[StoreFormat.hashByteCount + 1] = 0
+            return try body(UnsafeRawBufferPointer(start))
+        }
     }
 
     /// The next unused collision slot for `cacheKey`'s hash.
