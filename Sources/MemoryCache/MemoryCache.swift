@@ -89,24 +89,30 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// shard's lock word and hit counter.
     @inlinable
     public func value(forKey key: Key) -> Value? {
-        // The clock is read through `self` only for entries that can expire: copying the closure out would retain
-        // its context on every lookup, and two threads doing that fight over one reference count.
-        lookUp(key, now: { self.now() })
+        let hash = key.hashValue
+        // The clock is read through `self` only for entries that can expire, by a closure made inside the locked
+        // body: a closure made out here and handed in (a `lookUp(_:now:)` taking it) costs two threads hitting
+        // the same keys a third of their rate (measured: 10.5 M/s → 7 M/s, `imgstore-bench --cases memory.get-hit`).
+        let result = shards[shardIndex(forHash: hash)].withLock {
+            $0.value(forKey: key, hash: hash, now: { self.now() })
+        }
+        return finished(result)
     }
 
     /// `value(forKey:)` at the time `now` (milliseconds of the cache's clock), for a caller that has just read that
     /// clock itself: the lookup then reads no clock, and holds the shard's lock for less time.
     @inlinable
     public func value(forKey key: Key, at now: Int64) -> Value? {
-        lookUp(key, now: { now })
-    }
-
-    @inlinable
-    func lookUp(_ key: Key, now: () -> Int64) -> Value? {
         let hash = key.hashValue
         let result = shards[shardIndex(forHash: hash)].withLock {
-            $0.value(forKey: key, hash: hash, now: now)
+            $0.value(forKey: key, hash: hash, now: { now })
         }
+        return finished(result)
+    }
+
+    /// A lookup's value, reporting an entry found expired to `onEviction` (outside the shard's lock).
+    @inlinable
+    func finished(_ result: Lookup<Key, Value>) -> Value? {
         switch result {
         case .hit(let value):
             return value
