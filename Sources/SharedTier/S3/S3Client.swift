@@ -192,8 +192,7 @@ public final class S3Client: Sendable {
     /// True when a 404 means "no such key"; throws `unknownBucket` when it means the bucket.
     private func notFound(_ response: HTTPURLResponse, _ body: Data, operation: String) throws(SharedTierError) -> Bool {
         // A 404 body that does not parse is still a 404: only a readable NoSuchBucket changes it.
-        let code = body.isEmpty ? nil : (try? S3XML.parse(body, operation: operation))?.top["Code"]
-        if code == "NoSuchBucket" { throw .unknownBucket(bucket: configuration.bucket) }
+        if Self.errorDocument(body, operation: operation).top["Code"] == "NoSuchBucket" { throw .unknownBucket(bucket: configuration.bucket) }
         return true
     }
 
@@ -207,9 +206,19 @@ public final class S3Client: Sendable {
 
     private func expectSuccess(_ response: HTTPURLResponse, _ body: Data, operation: String) throws(SharedTierError) {
         guard !(200..<300).contains(response.statusCode) else { return }
-        // An error body that does not parse still tells its status; the status decides.
-        let xml = body.isEmpty ? S3XML() : ((try? S3XML.parse(body, operation: operation)) ?? S3XML())
-        try fail(response.statusCode, xml, operation: operation)
+        try fail(response.statusCode, Self.errorDocument(body, operation: operation), operation: operation)
+    }
+
+    /// The fields of an S3 error document. A body that is not one (a proxy's HTML page, a cut
+    /// body) still leaves the status to decide the error, and the error's message says what was
+    /// wrong with the body, so nothing the server sent is dropped silently.
+    private static func errorDocument(_ body: Data, operation: String) -> S3XML {
+        guard !body.isEmpty else { return S3XML() }
+        do {
+            return try S3XML.parse(body, operation: operation)
+        } catch {
+            return S3XML(top: ["Message": "the error body is not S3 XML (\(error))"])
+        }
     }
 
     private func fail(_ status: Int, _ xml: S3XML, operation: String) throws(SharedTierError) -> Never {
