@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -110,7 +110,9 @@ private final class TransferTable: NSObject, URLSessionDataDelegate, Sendable {
         var data = Data()
     }
 
-    private let entries = Mutex<[Int: Entry]>([:])
+    // LockedValue (pthread), not Synchronization's Mutex: ThreadSanitizer does not see the futex
+    // under Mutex on Linux and reported two `begin`s under the lock as a race.
+    private let entries = LockedValue<[Int: Entry]>([:])
 
     func begin(_ id: Int, limit: Int, continuation: CheckedContinuation<Outcome, Never>) {
         entries.withLock { $0[id] = Entry(continuation: continuation, limit: limit) }
