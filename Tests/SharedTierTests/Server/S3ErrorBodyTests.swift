@@ -50,15 +50,20 @@ private final class OneAnswerServer: @unchecked Sendable {
         self.listener = listener
         port = Int(UInt16(bigEndian: address.sin_port))
         Thread.detachNewThread {
+            // accept fails once stop() has closed the listener: then nobody is left to answer.
             let connection = accept(listener, nil, nil)
-            guard connection >= 0 else { return }  // stop() closed the listener
-            defer { close(connection) }
-            var head = [UInt8]()
-            var byte: UInt8 = 0
-            while !head.ends(with: [13, 10, 13, 10]), read(connection, &byte, 1) == 1 { head.append(byte) }
-            let bytes = Array(answer.utf8)
-            _ = bytes.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
+            if connection >= 0 { Self.answer(connection, with: answer) }
         }
+    }
+
+    /// Reads the request head from `connection`, writes `answer` and closes it.
+    private static func answer(_ connection: Int32, with answer: String) {
+        defer { close(connection) }
+        var head = [UInt8]()
+        var byte: UInt8 = 0
+        while !head.ends(with: [13, 10, 13, 10]), read(connection, &byte, 1) == 1 { head.append(byte) }
+        let bytes = Array(answer.utf8)
+        _ = bytes.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
     }
 
     func stop() { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
