@@ -64,7 +64,7 @@ let package = Package(
         .testTarget(name: "ImageValidationTests", dependencies: ["ImageValidation", "CImageScan", "ImageStoreTestSupport"]),
         .testTarget(name: "MemoryCacheTests", dependencies: ["MemoryCache", "ImageStoreTestSupport"]),
         .testTarget(
-            name: "ImageStoreTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB", "Locking", "imgstore-test-child"]),
+            name: "ImageStoreTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB", "Locking", "CXXHash", "imgstore-test-child"]),
         // One host of a fleet in its own process (the fleet test starts several).
         .executableTarget(
             name: "imgstore-loader-child", dependencies: ["ImageStore", "SharedTier"], path: "Tests/imgstore-loader-child"),

@@ -109,7 +109,7 @@ final class SyncedWatermark: Sendable {
         writer.append(value.generation)
         writer.append(value.syncedThrough)
         var bytes = writer.bytes
-        let checksum = bytes[8...].withUnsafeBytes { XXH3_64bits($0.baseAddress, $0.count) }
+        let checksum = bytes[8...].withUnsafeBytes { Checksum.xxh3($0.baseAddress, $0.count) }
         withUnsafeBytes(of: checksum.littleEndian) { bytes.replaceSubrange(0..<8, with: $0) }
         return bytes
     }
@@ -119,7 +119,7 @@ final class SyncedWatermark: Sendable {
         let reader = ByteReader(bytes: bytes)
         guard bytes.count >= slotByteCount, reader.integer(at: 8, as: UInt32.self) == magic,
               reader.integer(at: 0, as: UInt64.self)
-                == XXH3_64bits(bytes.baseAddress! + 8, slotByteCount - 8)
+                == Checksum.xxh3(bytes.baseAddress! + 8, slotByteCount - 8)
         else { return nil }
         return (reader.integer(at: 12, as: UInt32.self)!,
                 Value(generation: reader.integer(at: 16, as: UInt64.self)!, syncedThrough: reader.integer(at: 24, as: UInt64.self)!))

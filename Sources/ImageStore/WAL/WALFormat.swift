@@ -187,13 +187,13 @@ enum WALFormat {
             let seed = checksumSeed(headerTail: UnsafeRawBufferPointer(rebasing: bytes[8..<32]))
             let checksum: UInt64
             if payload.count == 1 {
-                checksum = payload[0].withUnsafeBytes { XXH3_64bits_withSeed($0.baseAddress, $0.count, seed) }
+                checksum = payload[0].withUnsafeBytes { Checksum.xxh3($0.baseAddress, $0.count, seed: seed) }
             } else {
                 // One part at a time, each inside its own closure: parts never nest.
                 let state = XXH3_createState()!
                 defer { XXH3_freeState(state) }
                 XXH3_64bits_reset_withSeed(state, seed)
-                for part in payload { part.withUnsafeBytes { _ = XXH3_64bits_update(state, $0.baseAddress, $0.count) } }
+                for part in payload { part.withUnsafeBytes { Checksum.update(state, $0.baseAddress, $0.count) } }
                 checksum = XXH3_64bits_digest(state)
             }
             bytes.storeBytes(of: checksum.littleEndian, toByteOffset: 0, as: UInt64.self)
@@ -203,11 +203,11 @@ enum WALFormat {
 
     /// XXH3-64 of `payload`, seeded with XXH3-64 of header bytes 8..<32 (what the reader checks).
     static func checksum(headerTail: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) -> UInt64 {
-        XXH3_64bits_withSeed(payload.baseAddress, payload.count, checksumSeed(headerTail: headerTail))
+        Checksum.xxh3(payload.baseAddress, payload.count, seed: checksumSeed(headerTail: headerTail))
     }
 
     private static func checksumSeed(headerTail: UnsafeRawBufferPointer) -> UInt64 {
-        XXH3_64bits(headerTail.baseAddress, headerTail.count)
+        Checksum.xxh3(headerTail.baseAddress, headerTail.count)
     }
 
     /// The fields of a header, before its payload is checked.
