@@ -126,6 +126,21 @@ import Testing
         }
     }
 
+    // MARK: - Standard output
+
+    /// `get URL >> STORE/data.mdb`: the shell opened the store's file as standard output
+    /// without truncating it; get refuses to append the image to it.
+    @Test(arguments: ["data.mdb", "lock.mdb"])
+    func standardOutputOnAStoreFileIsRefused(name: String) throws {
+        try withDemoStore { _, store in
+            let before = try contents(store)
+            let result = try AdminBinary.shell(#""$ADMIN" --store "$1" get "$2" >> "$1/$3"; echo "status=$?""#, [store, url, name])
+            #expect(result.output == "status=64\n")
+            #expect(result.standardError == "imgstore-admin get: standard output is the store's own \(name) (the store at \(store)); writing the image there would destroy the store. Write it outside the store directory.\n")
+            #expect(try contents(store) == before, "every file of the store as before")
+        }
+    }
+
     // MARK: - What stays allowed
 
     /// Beside the store (a sibling whose name starts like it, the parent directory) is fine.

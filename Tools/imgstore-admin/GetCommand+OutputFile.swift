@@ -9,19 +9,29 @@ extension GetCommand {
     /// memory map, loses the whole store.
     static func refuseTargetInStore(_ target: String, store: String) throws(CommandFailure) {
         // No store directory: openStore reports that.
-        guard let storeDirectory = FileIdentity(store) else { return }
+        guard let storeDirectory = FileIdentity(path: store) else { return }
         let final = resolvingLinks(target)
-        if let file = FileIdentity(final) {
-            // An unlistable directory has no names to match; the inside check below still runs.
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: store)) ?? []
-            if let name = names.sorted().first(where: { FileIdentity(store + "/" + $0) == file }) {
-                throw CommandFailure(code: .usage, message: "-o \(target) is the store's own \(name) (the store at \(store)); "
-                    + "writing the image there would destroy the store. Write it outside the store directory.")
-            }
-        }
+        try refuseStoreFile(FileIdentity(path: final), named: "-o \(target)", store: store)
         if ancestors(ofDirectory: parent(of: final)).contains(storeDirectory) {
             throw CommandFailure(code: .usage, message: "-o \(target) is inside the store directory \(store); "
                 + "writing the image there could destroy the store. Write it outside the store directory.")
+        }
+    }
+
+    /// Refuses (64) a standard output that is one of the store's files (`get URL >> STORE/data.mdb`:
+    /// the shell opened it without truncating it, so refusing still saves the store).
+    static func refuseStandardOutputInStore(store: String) throws(CommandFailure) {
+        try refuseStoreFile(FileIdentity(descriptor: 1), named: "standard output", store: store)
+    }
+
+    /// Throws when `file` is one of the files in the store directory.
+    private static func refuseStoreFile(_ file: FileIdentity?, named description: String, store: String) throws(CommandFailure) {
+        guard let file else { return }
+        // An unlistable directory has no names to match; -o's inside check still runs.
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: store)) ?? []
+        if let name = names.sorted().first(where: { FileIdentity(path: store + "/" + $0) == file }) {
+            throw CommandFailure(code: .usage, message: "\(description) is the store's own \(name) (the store at \(store)); "
+                + "writing the image there would destroy the store. Write it outside the store directory.")
         }
     }
 
@@ -82,7 +92,7 @@ extension GetCommand {
         free(resolved)
         var chain: [FileIdentity] = []
         while true {
-            if let identity = FileIdentity(path) { chain.append(identity) }
+            if let identity = FileIdentity(path: path) { chain.append(identity) }
             if path == "/" { return chain }
             path = parent(of: path)
         }
@@ -95,9 +105,20 @@ private struct FileIdentity: Equatable {
     var inode: UInt64
 
     /// The identity of what `path` names, following symbolic links; nil when it cannot be stat'ed.
-    init?(_ path: String) {
+    init?(path: String) {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
+        self.init(info)
+    }
+
+    /// The identity of the file open as `descriptor`; nil when it is not open.
+    init?(descriptor: Int32) {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { return nil }
+        self.init(info)
+    }
+
+    private init(_ info: stat) {
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
     }

@@ -15,15 +15,17 @@ enum GetCommand: AdminCommand {
             get created it, else left empty: never half an image. A pipe whose reader has gone ends get
             quietly, as on standard output. FILE may not be one of the store's own files (also through a
             symbolic or hard link) nor lie inside the store directory: refused (exit 64) before anything
-            is opened.
+            is opened. So is a standard output that is one of the store's files (>> STORE/data.mdb).
             """)
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         let url = arguments.positionals[0]
         let output = arguments.value("--output")
+        try context.requireStore()
         if let output {
-            try context.requireStore()
             try refuseTargetInStore(output, store: context.storePath)
+        } else {
+            try refuseStandardOutputInStore(store: context.storePath)
         }
         let store = try context.openStore(.read)
         // The bytes are written straight from the store's memory map (or the log's buffer),
