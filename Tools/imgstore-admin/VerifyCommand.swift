@@ -1,5 +1,6 @@
 import Foundation
 import ImageStore
+import Synchronization
 
 /// `verify [--deep] [--repair] [--json]`: fsck for an image store.
 enum VerifyCommand: AdminCommand {
@@ -113,13 +114,11 @@ extension VerifyCommand {
 }
 
 /// A `Progress` line that the store's verifying thread may update.
-private final class SharedProgress: @unchecked Sendable {
-    // @unchecked: `progress` is only touched under `lock`.
-    private let lock = NSLock()
-    private var progress: Progress
+private final class SharedProgress: Sendable {
+    private let progress: Mutex<Progress>
 
-    init(_ progress: Progress) { self.progress = progress }
+    init(_ progress: Progress) { self.progress = Mutex(progress) }
 
-    func update(_ done: Int) { lock.withLock { progress.update(done, "") } }
-    func finish() { lock.withLock { progress.finish() } }
+    func update(_ done: Int) { progress.withLock { $0.update(done, "") } }
+    func finish() { progress.withLock { $0.finish() } }
 }
