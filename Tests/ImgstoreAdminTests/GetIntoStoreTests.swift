@@ -27,7 +27,9 @@ import Testing
         // `store` as the tool is given it, relative to `directory` when that is given.
         let onDisk = store.hasPrefix("/") ? store : (directory ?? ".") + "/" + store
         let before = try contents(onDisk)
-        let result = try AdminBinary.run(["--store", store, "get", url, "-o", target], in: directory)
+        // Absolute: the test runs the tool in `directory`, and $IMGSTORE_ADMIN_BINARY may be relative.
+        let admin = URL(fileURLWithPath: AdminBinary.path).path
+        let result = try ChildProcess.run(admin, ["--store", store, "get", url, "-o", target], currentDirectory: directory)
         #expect(result.status == 64, "\(result.standardError)", sourceLocation: sourceLocation)
         #expect(result.standardError.hasPrefix("imgstore-admin get: -o \(target) "), "\(result.standardError)", sourceLocation: sourceLocation)
         #expect(result.standardError.hasSuffix("Write it outside the store directory.\n"), sourceLocation: sourceLocation)
