@@ -19,7 +19,7 @@ enum DemoCommand: AdminCommand {
             throw CommandFailure(code: .ioError, message: "no images found in \(directory); run from the repository root or pass --fixtures DIR")
         }
         let store = try context.openStore(.create)
-        context.print("store: \(store.path)")
+        context.print("store: \(Describe.escaped(store.path))")
         for name in names {
             let data = try PutCommand.readFile(directory + "/" + name, limit: store.configuration.maxEntryBytes)
             let url = "https://demo.imgstore.invalid/fixtures/" + name
@@ -27,7 +27,7 @@ enum DemoCommand: AdminCommand {
             guard let back = try CommandFailure.mapping({ () throws(ImageStoreError) in try store.get(url) }), back.data == data else {
                 throw CommandFailure(code: .ioError, message: "read-back of \(url) did not return the bytes put")
             }
-            context.print("  put+get ok  \(String(info.byteCount).leftPadded(6)) bytes  \(Describe.image(info.image).padding(toLength: 14, withPad: " ", startingAt: 0))  \(url)")
+            context.print("  put+get ok  \(String(info.byteCount).leftPadded(6)) bytes  \(Describe.image(info.image).padding(toLength: 14, withPad: " ", startingAt: 0))  \(Describe.escaped(url))")
         }
         context.print("\(names.count) images stored and read back byte for byte.")
         context.print(StatsCommand.describe(try StatsCommand.facts(of: store)))

@@ -88,7 +88,7 @@ enum ExportCommand: AdminCommand {
         var leftOut = 0, unreadable = 0
         var progress = Progress(label: "export", total: entries.count)
         for (index, entry) in entries.enumerated() {
-            progress.update(index, entry.url)
+            progress.update(index, Describe.escaped(entry.url))
             let image: StoredImage?
             do { image = try store.get(entry.url) } catch {
                 progress.finish()
@@ -106,7 +106,7 @@ enum ExportCommand: AdminCommand {
         let json = JSONOutput.line(Manifest(entries: manifest))
         try writeDurably(Data((json + "\n").utf8), to: directory, name: manifestName)
         try syncDirectory(directory)
-        context.print("exported \(manifest.count) entries to \(directory)/\(manifestName)"
+        context.print("exported \(manifest.count) entries to \(Describe.escaped(directory))/\(manifestName)"
             + (leftOut > 0 ? " (\(leftOut) expired or removed left out)" : ""))
         if unreadable > 0 {
             throw CommandFailure(code: .ioError, message: "\(unreadable) entries could not be read; the manifest lists the rest")

@@ -11,11 +11,22 @@ enum GetCommand: AdminCommand {
         details: """
             -o writes through to what FILE is: a regular file is created or truncated, a device such as
             /dev/null or a FIFO stays what it is, and a symbolic link is followed (the link stays).
+            A regular file that cannot take every byte (a full disk, a file size limit) is removed when
+            get created it, else left empty: never half an image. A pipe whose reader has gone ends get
+            quietly, as on standard output. FILE may not be one of the store's own files (also through a
+            symbolic or hard link) nor lie inside the store directory: refused (exit 64) before anything
+            is opened. So is a standard output that is one of the store's files (>> STORE/data.mdb).
             """)
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         let url = arguments.positionals[0]
         let output = arguments.value("--output")
+        try context.requireStore()
+        if let output {
+            try refuseTargetInStore(output, store: context.storePath)
+        } else {
+            try refuseStandardOutputInStore(store: context.storePath)
+        }
         let store = try context.openStore(.read)
         // The bytes are written straight from the store's memory map (or the log's buffer),
         // in chunks, while the read lasts: a 64 MiB image is never copied whole.
@@ -30,19 +41,5 @@ enum GetCommand: AdminCommand {
         }
         guard let served else { throw CommandFailure(code: .notFound, message: "no entry for \(url)") }
         if let failure = served { throw failure }
-    }
-
-    /// Writes `bytes` into whatever `path` names, opened as `>` in a shell opens it, in chunks;
-    /// returns the failure instead of throwing it (it runs inside the store's read).
-    static func write(_ bytes: UnsafeRawBufferPointer, to path: String) -> CommandFailure? {
-        func failure(_ code: Int32) -> CommandFailure {
-            CommandFailure(code: .ioError, message: "cannot write \(path): \(String(cString: strerror(code)))")
-        }
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { return failure(errno) }
-        let written = Output.writeAll(fd, bytes)
-        // A regular file's bytes are only known to be there once close succeeds (NFS reports late).
-        let closed = close(fd) == 0 ? nil : errno
-        return (written ?? closed).map(failure)
     }
 }

@@ -8,8 +8,9 @@ import Synchronization
 /// The first failure to write standard output is kept, later output is dropped, and the
 /// command runs to its end (so nothing it changes is left half done); `main` then ends the tool
 /// with `exitStatus(for:)`: a reader that went away (`EPIPE`, as with `| head -1` when SIGPIPE
-/// is ignored) is a quiet success, any other failure one stderr line and status 74. Failures
-/// to write standard error are ignored: there is nowhere left to report them.
+/// is ignored) is a quiet success, any other failure one stderr line and status 74 (`verify`
+/// reports a lost report itself, with fsck's statuses: see `writeError`). Failures to write
+/// standard error are ignored: there is nowhere left to report them.
 enum Output {
     /// Why standard output could not be written.
     enum Failure: Equatable {
@@ -38,6 +39,14 @@ enum Output {
 
     /// The first failure to write standard output, if any.
     static var failure: Failure? { state.withLock { $0.failure } }
+
+    /// Why standard output could not be written when that was an error (a full disk, a closed
+    /// descriptor) rather than a reader that went away; nil otherwise. For a command whose
+    /// status must also say what it found when its output is lost (`verify`).
+    static var writeError: String? {
+        if case let .error(reason)? = failure { return reason }
+        return nil
+    }
 
     static func standardOutput(_ text: String) { standardOutput(Data(text.utf8)) }
 

@@ -1,5 +1,6 @@
 import Foundation
 import ImageStore
+import Synchronization
 
 /// `verify [--deep] [--repair] [--json]`: fsck for an image store.
 enum VerifyCommand: AdminCommand {
@@ -26,7 +27,9 @@ enum VerifyCommand: AdminCommand {
               1   problems found, and all of them repaired: the store is consistent again
                   (a damaged tree's salvage too, when it lost entries: it says how many)
               4   problems left
-              8   operational error (cannot open the store, I/O error)
+              8   operational error (cannot open the store, I/O error); also added to the
+                  status when the report cannot be written to standard output: 8, 9 or 12,
+                  with one line on stderr that says why and gives the report's summary
               16  usage error
             """,
         usageExitCode: .verifyUsage)
@@ -66,6 +69,7 @@ enum VerifyCommand: AdminCommand {
         progress.finish()
         store.close()
 
+        let summary = summary(of: report)
         if arguments.has("--json") {
             context.print(JSONOutput.line(ReportJSON(
                 ok: report.problems.isEmpty, entriesChecked: report.entriesChecked,
@@ -74,17 +78,28 @@ enum VerifyCommand: AdminCommand {
                 counts: Dictionary(uniqueKeysWithValues: report.countsByKind.map { ($0.key.rawValue, $0.value) }))))
         } else {
             for problem in report.problems { context.print(Describe.escaped(problem.description)) }
-            if report.problems.isEmpty {
-                context.print("OK: \(report.entriesChecked) entries and \(report.logSegmentsChecked) log segment(s) checked")
-            } else {
-                let counts = report.countsByKind.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.value) \($0.key.rawValue)" }
-                let repaired = report.problems.count - report.unrepaired.count
-                context.print("\(report.problems.count) problem(s) found (\(counts.joined(separator: ", "))), \(repaired) repaired")
-            }
+            context.print(summary)
+        }
+        let found: ExitCode = report.problems.isEmpty ? .success
+            : report.unrepaired.isEmpty ? .verifyRepaired : .verifyProblemsLeft
+        // A lost report (full or closed stdout) must not pass for a clean check, nor hide what
+        // was found or repaired: fsck's bits stay, 8 is added, and stderr says what was lost.
+        if let reason = Output.writeError {
+            throw CommandFailure(code: ExitCode(rawValue: found.rawValue | ExitCode.verifyOperationalError.rawValue),
+                                 message: "cannot write the report to standard output: \(reason); its summary: \(summary)")
         }
         // The summary is on stdout, once: the status says the rest.
-        if report.problems.isEmpty { return }
-        throw CommandFailure(code: report.unrepaired.isEmpty ? .verifyRepaired : .verifyProblemsLeft, message: "")
+        if found != .success { throw CommandFailure(code: found, message: "") }
+    }
+
+    /// The report's last line: "OK: …", or the problems by kind and how many were repaired.
+    static func summary(of report: VerifyReport) -> String {
+        if report.problems.isEmpty {
+            return "OK: \(report.entriesChecked) entries and \(report.logSegmentsChecked) log segment(s) checked"
+        }
+        let counts = report.countsByKind.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.value) \($0.key.rawValue)" }
+        let repaired = report.problems.count - report.unrepaired.count
+        return "\(report.problems.count) problem(s) found (\(counts.joined(separator: ", "))), \(repaired) repaired"
     }
 }
 
@@ -99,13 +114,11 @@ extension VerifyCommand {
 }
 
 /// A `Progress` line that the store's verifying thread may update.
-private final class SharedProgress: @unchecked Sendable {
-    // @unchecked: `progress` is only touched under `lock`.
-    private let lock = NSLock()
-    private var progress: Progress
+private final class SharedProgress: Sendable {
+    private let progress: Mutex<Progress>
 
-    init(_ progress: Progress) { self.progress = progress }
+    init(_ progress: Progress) { self.progress = Mutex(progress) }
 
-    func update(_ done: Int) { lock.withLock { progress.update(done, "") } }
-    func finish() { lock.withLock { progress.finish() } }
+    func update(_ done: Int) { progress.withLock { $0.update(done, "") } }
+    func finish() { progress.withLock { $0.finish() } }
 }
