@@ -68,6 +68,10 @@ enum LoaderFailureMessages {
             return CommandFailure(code: .dataError, message: "malformed URL: it is empty")
         case let .urlTooLong(length, limit):
             return CommandFailure(code: .dataError, message: "malformed URL: it is \(length) bytes long, over the limit of \(limit) bytes")
+        case let .invalidImage(_, reason):
+            return CommandFailure(code: .dataError, message: "not a valid image: \(reason)")
+        case .emptyData:
+            return CommandFailure(code: .dataError, message: "not a valid image: it is empty (0 bytes)")
         case let .entryTooLarge(byteCount, limit):
             if let budget = limits.maxDiskBytes, limit < limits.storeLimit {
                 return CommandFailure(code: .dataError,
