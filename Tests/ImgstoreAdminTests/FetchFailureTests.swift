@@ -26,6 +26,22 @@ import Testing
         }
     }
 
+    /// `result` failed with `status`, printed nothing on stdout and one line on stderr:
+    /// "imgstore-admin fetch: " and `line` (or a line starting so, when `prefix`).
+    static func expectFailure(_ result: ProcessResult, _ status: Int32, _ line: String, prefix: Bool = false,
+                              sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(result.status == status, "\(result.standardError)", sourceLocation: sourceLocation)
+        #expect(result.output == "", sourceLocation: sourceLocation)
+        let expected = "imgstore-admin fetch: " + line
+        if prefix {
+            #expect(result.standardError.hasPrefix(expected), "\(result.standardError)", sourceLocation: sourceLocation)
+            #expect(result.standardError.filter { $0 == "\n" }.count == 1, "\(result.standardError)", sourceLocation: sourceLocation)
+        } else {
+            #expect(result.standardError == expected + "\n", sourceLocation: sourceLocation)
+        }
+        expectToolTerms(result, sourceLocation: sourceLocation)
+    }
+
     // MARK: - One URL, one failure
 
     @Test(.enabled(if: Tools.python3 != nil, "needs python3 on PATH for the test origin"))
@@ -35,10 +51,7 @@ import Testing
         try await origin.script("/slow.png", .init(fixture: "shapes.png", delay: 120))
         let url = origin.url("/slow.png")
         let result = try await Self.fetch(["--timeout", "1", url])
-        #expect(result.status == 69)
-        #expect(result.output == "")
-        #expect(result.standardError == "imgstore-admin fetch: \(url): the download took longer than --timeout 1 s; the origin is slow or unreachable\n")
-        Self.expectToolTerms(result)
+        Self.expectFailure(result, 69, "\(url): the download took longer than --timeout 1 s; the origin is slow or unreachable")
     }
 
     @Test(.enabled(if: Tools.python3 != nil, "needs python3 on PATH for the test origin"))
@@ -47,10 +60,7 @@ import Testing
         try await origin.script("/huge.png", .init(body_size: (64 << 20) + 1))
         let url = origin.url("/huge.png")
         let result = try await Self.fetch([url])
-        #expect(result.status == 65)
-        #expect(result.output == "")
-        #expect(result.standardError == "imgstore-admin fetch: \(url): the response is 67108865 bytes, over the store's entry size limit of 67108864 bytes; the download was aborted\n")
-        Self.expectToolTerms(result)
+        Self.expectFailure(result, 65, "\(url): the response is 67108865 bytes, over the store's entry size limit of 67108864 bytes; the download was aborted")
     }
 
     @Test(.enabled(if: Tools.python3 != nil, "needs python3 on PATH for the test origin"))
@@ -58,12 +68,8 @@ import Testing
         let origin = try TestOrigin()
         let url = origin.url("/a/photo-baseline.jpg")  // 7660 bytes: over what a budget of 8000 bytes allows an entry
         let result = try await Self.fetch(["--max-disk-bytes", "8000", url])
-        #expect(result.status == 65)
-        #expect(result.output == "")
-        #expect(result.standardError.hasPrefix("imgstore-admin fetch: \(url): the image is 7660 bytes, over the entry size limit of "),
-                "\(result.standardError)")
+        Self.expectFailure(result, 65, "\(url): the image is 7660 bytes, over the entry size limit of ", prefix: true)
         #expect(result.standardError.hasSuffix(" bytes that --max-disk-bytes 8000 allows\n"), "\(result.standardError)")
-        Self.expectToolTerms(result)
     }
 
     static let statuses: [(status: Int, exit: Int32, reason: String)] = [
@@ -80,9 +86,7 @@ import Testing
         try await origin.script("/s.png", .init(status: status))
         let url = origin.url("/s.png")
         let result = try await Self.fetch([url])
-        #expect(result.status == exit)
-        #expect(result.output == "")
-        #expect(result.standardError == "imgstore-admin fetch: \(url): \(reason)\n")
+        Self.expectFailure(result, exit, "\(url): \(reason)")
     }
 
     @Test(.enabled(if: Tools.python3 != nil, "needs python3 on PATH for the test origin"))
@@ -92,25 +96,18 @@ import Testing
         try await origin.script("/empty.png", .init(body_size: 0))
         let text = origin.url("/text.png"), empty = origin.url("/empty.png")
         let result = try await Self.fetch([text])
-        #expect(result.status == 65)
-        #expect(result.output == "")
-        #expect(result.standardError.hasPrefix("imgstore-admin fetch: \(text): the response is not a valid image: "), "\(result.standardError)")
-        #expect(result.standardError.filter { $0 == "\n" }.count == 1)
-        Self.expectToolTerms(result)
+        Self.expectFailure(result, 65, "\(text): the response is not a valid image: ", prefix: true)
         let none = try await Self.fetch([empty])
-        #expect(none.status == 65)
-        #expect(none.standardError == "imgstore-admin fetch: \(empty): the origin answered with an empty body, which is not an image\n")
+        Self.expectFailure(none, 65, "\(empty): the origin answered with an empty body, which is not an image")
     }
 
     @Test func aMalformedURLExits65AndSaysWhyOnce() async throws {
         let result = try await Self.fetch(["http://127.0.0.1:9/a b.png"])
-        #expect(result.status == 65)
-        #expect(result.output == "")
-        #expect(result.standardError == "imgstore-admin fetch: http://127.0.0.1:9/a b.png: malformed URL: it contains a space or control character at byte 20\n")
+        Self.expectFailure(result, 65, "http://127.0.0.1:9/a b.png: malformed URL: it contains a space or control character at byte 20")
         let ftp = try await Self.fetch(["ftp://127.0.0.1:9/a.png"])
-        #expect(ftp.status == 65)
-        #expect(ftp.standardError == "imgstore-admin fetch: ftp://127.0.0.1:9/a.png: not an http or https URL: the scheme \"ftp\" is not http or https\n")
-        Self.expectToolTerms(result)
+        Self.expectFailure(ftp, 65, "ftp://127.0.0.1:9/a.png: not an http or https URL: the scheme \"ftp\" is not http or https")
+        let empty = try await Self.fetch([""])
+        Self.expectFailure(empty, 65, "\"\": malformed URL: it is empty")
     }
 
     @Test(.enabled(if: Tools.python3 != nil, "needs python3 on PATH for the test origin"))
@@ -119,9 +116,7 @@ import Testing
         let url = origin.url("/a/shapes.png")
         origin.stop()  // nothing listens on its port any more
         let result = try await Self.fetch([url])
-        #expect(result.status == 69)
-        #expect(result.output == "")
-        #expect(result.standardError == "imgstore-admin fetch: \(url): the origin could not be reached (connection refused); check the network and the host\n")
+        Self.expectFailure(result, 69, "\(url): the origin could not be reached (connection refused); check the network and the host")
     }
 
     // MARK: - Several URLs
@@ -168,6 +163,29 @@ import Testing
         #expect(result.standardError.hasSuffix(" within --tier-timeout 1 s\n"), "\(result.standardError)")
         #expect(!FileManager.default.fileExists(atPath: store), "a tier that cannot be reached creates no store")
         Self.expectToolTerms(result)
+    }
+
+    @Test(.enabled(if: S3Server.available, S3Server.unavailableReason), .timeLimit(.minutes(10)))
+    func warmSkipsAnObjectOverTheBudgetsEntryLimitNamingMaxDiskBytes() async throws {
+        try await S3Server.with { server in
+            let tier = try SharedTierCommandTests.tier(server)
+            let url = "https://cdn.test/photo.jpg"  // 7660 bytes: over what a budget of 8000 bytes allows an entry
+            let entry = try SharedTierCommandTests.entry(url, "photo-baseline.jpg", format: "jpeg", width: 160, height: 120,
+                                                         expires: Date().addingTimeInterval(3600))
+            #expect(await tier.upload(entry) == .stored)
+            let bucket = SharedTierCommandTests.bucketURL(server)
+            let warm = try await SharedTierCommandTests.admin(["--store", makeTemporaryDirectory() + "/s", "warm",
+                                                               "--shared-tier", bucket, "--max-disk-bytes", "8000"])
+            #expect(warm.status == 65, "\(warm.standardError)")
+            #expect(warm.output == "warmed 0 of 1 objects from \(bucket) (0 expired, 0 corrupt, 1 invalid, 0 gone, 0 failed)\n")
+            let lines = warm.standardError.split(separator: "\n").map(String.init)
+            #expect(lines.count == 2, "\(warm.standardError)")
+            #expect(lines.first?.hasPrefix("imgstore-admin warm: skipped: \(url): the image is 7660 bytes, over the entry size limit of ") == true,
+                    "\(warm.standardError)")
+            #expect(lines.first?.hasSuffix(" bytes that --max-disk-bytes 8000 allows") == true, "\(warm.standardError)")
+            #expect(lines.last == "imgstore-admin warm: 1 objects skipped as corrupt or invalid")
+            Self.expectToolTerms(warm)
+        }
     }
 }
 

@@ -63,7 +63,8 @@ enum FetchCommand: AdminCommand {
                 context.print("\(source)\(size)\(facts)\(Describe.escaped(url))")
             case let .failure(failure):
                 failed.append(failure.code)
-                Output.standardError("imgstore-admin fetch: \(Describe.escaped(url + ": " + failure.message))\n")
+                let shown = url.isEmpty ? "\"\"" : url  // an empty URL still shows where it stands
+                Output.standardError("imgstore-admin fetch: \(Describe.escaped(shown + ": " + failure.message))\n")
             }
         }
         if let tier { Output.standardError("imgstore-admin fetch: \(SharedTierOptions.summary(tier.statistics))\n") }
