@@ -119,6 +119,16 @@ import Testing
         Self.expectFailure(result, 69, "\(url): the origin could not be reached (connection refused); check the network and the host")
     }
 
+    @Test(.enabled(if: Tools.python3 != nil, "needs python3 on PATH for the test origin"))
+    func aBodyCutShortExits69() async throws {
+        let origin = try TestOrigin()
+        // Content-Length says 167 bytes (shapes.png); 50 arrive, then the connection closes.
+        try await origin.script("/cut.png", .init(fixture: "shapes.png", truncate: 50))
+        let url = origin.url("/cut.png")
+        let result = try await Self.fetch([url])
+        Self.expectFailure(result, 69, "\(url): the response was cut short or padded: Content-Length said 167 bytes, 50 arrived")
+    }
+
     // MARK: - Several URLs
 
     @Test(.enabled(if: Tools.python3 != nil, "needs python3 on PATH for the test origin"))
