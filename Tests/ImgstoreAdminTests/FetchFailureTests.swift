@@ -9,10 +9,17 @@ import Testing
 /// not an image, too large), 69 unavailable (unreachable, timed out, 5xx and other refusals),
 /// 1 not found (404, 410); with several URLs, the most severe (74 > 69 > 65 > 1).
 @Suite struct FetchFailureTests {
-    /// Runs `fetch arguments` on a new store.
-    static func fetch(_ arguments: [String], store: String = makeTemporaryDirectory() + "/s") async throws -> ProcessResult {
-        try await AsyncProcess.run(AdminBinary.path, ["--store", store, "fetch"] + arguments,
-                                   environment: ProcessInfo.processInfo.environment)
+    /// Runs `fetch arguments` on a new store, removed afterwards.
+    static func fetch(_ arguments: [String]) async throws -> ProcessResult {
+        let directory = makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        return try await AsyncProcess.run(AdminBinary.path, ["--store", directory + "/s", "fetch"] + arguments,
+                                          environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// Removes a test's directory (a store takes 65 MB: none may be left behind).
+    static func removeDirectory(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(throws: Never.self, sourceLocation: sourceLocation) { try FileManager.default.removeItem(atPath: path) }
     }
 
     /// Library names that must never reach a user of the tool.
@@ -163,7 +170,9 @@ import Testing
         var environment = ProcessInfo.processInfo.environment
         environment["AWS_ACCESS_KEY_ID"] = "test"
         environment["AWS_SECRET_ACCESS_KEY"] = "test"
-        let store = makeTemporaryDirectory() + "/s"
+        let directory = makeTemporaryDirectory()
+        defer { Self.removeDirectory(directory) }
+        let store = directory + "/s"
         let result = try await AsyncProcess.run(AdminBinary.path, [
             "--store", store, "warm", "--shared-tier", "http://127.0.0.1:\(stall.port)/bucket", "--tier-timeout", "1",
         ], environment: environment)
@@ -184,7 +193,9 @@ import Testing
                                                          expires: Date().addingTimeInterval(3600))
             #expect(await tier.upload(entry) == .stored)
             let bucket = SharedTierCommandTests.bucketURL(server)
-            let warm = try await SharedTierCommandTests.admin(["--store", makeTemporaryDirectory() + "/s", "warm",
+            let directory = makeTemporaryDirectory()
+            defer { Self.removeDirectory(directory) }
+            let warm = try await SharedTierCommandTests.admin(["--store", directory + "/s", "warm",
                                                                "--shared-tier", bucket, "--max-disk-bytes", "8000"])
             #expect(warm.status == 65, "\(warm.standardError)")
             #expect(warm.output == "warmed 0 of 1 objects from \(bucket) (0 expired, 0 corrupt, 1 invalid, 0 gone, 0 failed)\n")
