@@ -5,7 +5,7 @@ import ImageStore
 enum FetchCommand: AdminCommand {
     static let spec = CommandSpec(
         name: "fetch",
-        summary: "Load each URL through the loader into the store (store, else network). Exits 1 if any fails.",
+        summary: "Load each URL through the loader into the store (store, else network); each failure is one line on stderr.",
         arguments: "URL...",
         options: [
             OptionSpec(name: "--timeout", value: "SECONDS", help: "per-download timeout, at most 86400 (default 30)"),
@@ -15,10 +15,15 @@ enum FetchCommand: AdminCommand {
         ],
         positional: 1...Int.max,
         details: """
-            Prints one line per URL, in order: where the image came from (disk, network, revalidated,
-            stale), its size and dimensions, and the URL; or "failed" and the reason. Responses are
-            stored with the TTL their caching headers give. A stale image (origin unreachable or 5xx)
-            counts as loaded. Exit status 0 when every URL loaded, 1 when any failed.
+            Prints one line on stdout per URL loaded, in order: where the image came from (disk,
+            network, revalidated, stale), its size and dimensions, and the URL; and one line on stderr
+            per URL that failed: "imgstore-admin fetch: URL: reason". Responses are stored with the TTL
+            their caching headers give. A stale image (origin unreachable or 5xx) counts as loaded.
+
+            Exit status: 0 every URL loaded; 1 the origin answered 404 or 410; 65 a malformed or non-http
+            URL, or a response that is not an image, is empty or is over the entry size limit; 69 the
+            origin is unreachable, took longer than --timeout, cut the body short or answered 5xx or
+            another status; 74 the store failed. With several failures, the most severe: 74, 69, 65, 1.
 
             With --shared-tier URL the loader asks the fleet's tier between the store and the origin
             ("shared": a fresh hit, validated and stored), and uploads what it downloads to the tier; the
@@ -40,13 +45,15 @@ enum FetchCommand: AdminCommand {
             try ImageLoader(store: store, configuration: configuration, sharedTier: tier)
         }
         let urls = arguments.positionals
+        let limits = LoaderFailureMessages.EntryLimits(storeLimit: store.configuration.maxEntryBytes,
+                                                       maxDiskBytes: context.maxDiskBytes)
         let results = AsyncBridge.wait {
-            let results = await loadAll(urls, with: loader)
+            let results = await loadAll(urls, with: loader, store: store, limits: limits)
             // The loader's uploads to the tier run in the background: let them land.
             await tier?.waitForUploads()
             return results
         }
-        var failures = 0
+        var failed: [ExitCode] = []
         for (url, result) in zip(urls, results) {
             switch result {
             case let .success(image):
@@ -54,15 +61,15 @@ enum FetchCommand: AdminCommand {
                 let size = "\(image.data.count) bytes".padding(toLength: 13, withPad: " ", startingAt: 0)
                 let facts = Describe.image(image.facts).padding(toLength: 16, withPad: " ", startingAt: 0)
                 context.print("\(source)\(size)\(facts)\(Describe.escaped(url))")
-            case let .failure(error):
-                failures += 1
-                context.print("failed      \(Describe.escaped(url)): \(Describe.escaped(error.description))")
+            case let .failure(failure):
+                failed.append(failure.code)
+                let shown = url.isEmpty ? "\"\"" : url  // an empty URL still shows where it stands
+                Output.standardError("imgstore-admin fetch: \(Describe.escaped(shown + ": " + failure.message))\n")
             }
         }
         if let tier { Output.standardError("imgstore-admin fetch: \(SharedTierOptions.summary(tier.statistics))\n") }
-        if failures > 0 {
-            throw CommandFailure(code: .notFound, message: "\(failures) of \(urls.count) URLs failed to load")
-        }
+        // Each failure has had its line: the status says the rest.
+        if let worst = LoaderFailureMessages.mostSevere(failed) { throw CommandFailure(code: worst, message: "") }
     }
 
     /// Loads every URL at once (the loader limits downloads) and returns the outcomes in the
@@ -74,15 +81,16 @@ enum FetchCommand: AdminCommand {
     /// task reported index 0 for every URL, so the other slots stayed nil and the release build
     /// trapped on the unwrap. The code was correct Swift; the compiler was wrong (a standalone
     /// reproducer, with no imgstore code, shows the same with -O and not with -Onone).
-    static func loadAll(_ urls: [String], with loader: ImageLoader) async -> [Result<LoadedImage, ImageLoaderError>] {
-        await withTaskGroup(of: (Int, Result<LoadedImage, ImageLoaderError>).self) { group in
+    static func loadAll(_ urls: [String], with loader: ImageLoader, store: ImageStore,
+                        limits: LoaderFailureMessages.EntryLimits) async -> [Result<LoadedImage, CommandFailure>] {
+        await withTaskGroup(of: (Int, Result<LoadedImage, CommandFailure>).self) { group in
             for (index, url) in urls.enumerated() {
                 group.addTask {
-                    let outcome = await load(url, with: loader)
+                    let outcome = await load(url, with: loader, store: store, limits: limits)
                     return (index, outcome)
                 }
             }
-            var results = [Result<LoadedImage, ImageLoaderError>?](repeating: nil, count: urls.count)
+            var results = [Result<LoadedImage, CommandFailure>?](repeating: nil, count: urls.count)
             for await (index, result) in group { results[index] = result }
             return results.enumerated().map { index, result in
                 // Invariant: each child task reports its own index exactly once.
@@ -92,12 +100,19 @@ enum FetchCommand: AdminCommand {
         }
     }
 
-    private static func load(_ url: String, with loader: ImageLoader) async -> Result<LoadedImage, ImageLoaderError> {
+    /// Loads `url`, or says why it failed in the tool's terms. The URL is checked first with
+    /// the store's own rules, so a malformed one is reported with its reason alone (the loader
+    /// wraps the store's whole sentence).
+    private static func load(_ url: String, with loader: ImageLoader, store: ImageStore,
+                             limits: LoaderFailureMessages.EntryLimits) async -> Result<LoadedImage, CommandFailure> {
+        do { _ = try store.normalizedURL(url) } catch {
+            return .failure(LoaderFailureMessages.failure(error, limits: limits))
+        }
         do throws(ImageLoaderError) {
             let image = try await loader.load(url)
             return .success(image)
         } catch {
-            return .failure(error)
+            return .failure(LoaderFailureMessages.failure(error, limits: limits))
         }
     }
 }

@@ -55,8 +55,10 @@ enum WarmCommand: AdminCommand {
         // Listed first: a tier that cannot be reached creates no store.
         let keys = try AsyncBridge.wait { await listKeys(tier, limit: limit) }.get()
         let store = try context.openStore(.create)
+        let limits = LoaderFailureMessages.EntryLimits(storeLimit: store.configuration.maxEntryBytes,
+                                                       maxDiskBytes: context.maxDiskBytes)
         let outcomes = AsyncBridge.mapShowingProgress("warm", keys, concurrency: concurrency) { key in
-            await warm(key, from: tier, into: store)
+            await warm(key, from: tier, into: store, limits: limits)
         }
         try report(outcomes, of: keys, tier: tier, context: context)
     }
@@ -72,17 +74,18 @@ enum WarmCommand: AdminCommand {
                 keys += page.objects.prefix(wanted).map(\.key)
                 token = page.nextContinuationToken
             } catch {
-                return .failure(SharedTierOptions.failure(error))
+                return .failure(LoaderFailureMessages.failure(error))
             }
         } while token != nil && keys.count < (limit ?? Int.max)
         return .success(keys)
     }
 
     /// Fetches, checks and stores the object at `key`.
-    static func warm(_ key: String, from tier: SharedTier, into store: ImageStore) async -> Outcome {
+    static func warm(_ key: String, from tier: SharedTier, into store: ImageStore,
+                     limits: LoaderFailureMessages.EntryLimits) async -> Outcome {
         let object: S3Object?
         do { object = try await tier.client.get(key) } catch {
-            return SharedTierOptions.isObjectProblem(error) ? .corrupt(error.description) : .failed(error)
+            return SharedTierOptions.isObjectProblem(error) ? .corrupt(LoaderFailureMessages.failure(error).message) : .failed(error)
         }
         guard let object else { return .gone }
         guard let url = object.head.metadata["imgstore-url"]?.removingPercentEncoding else {
@@ -96,7 +99,8 @@ enum WarmCommand: AdminCommand {
         guard entry.isFresh(at: Date()) else { return .expired }
         let image: ValidatedImage
         do { image = try store.validate(entry.body, for: url) } catch {
-            return .invalid("the shared tier's object \(key) for \(url) is not a valid image: \(error.description)")
+            // "not a valid image: REASON" (or what else the store says of the bytes).
+            return .invalid("the shared tier's object \(key) for \(url) is \(LoaderFailureMessages.failure(error, limits: limits).message)")
         }
         let facts = image.facts
         guard facts.format.rawValue == entry.format, facts.width == entry.width, facts.height == entry.height else {
@@ -110,7 +114,7 @@ enum WarmCommand: AdminCommand {
             try await store.async.put(image, for: url, expiry: expiry, validators: validators,
                                       durability: .batched(within: Durability.defaultBatchWindow))
         } catch let error as ImageStoreError {
-            let failure = CommandFailure(storeError: error)
+            let failure = LoaderFailureMessages.failure(error, limits: limits)
             return failure.code == .dataError ? .invalid("\(url): \(failure.message)") : .storeFailed(failure)
         } catch {
             return .storeFailed(CommandFailure(code: .ioError, message: "storing \(url) failed: \(error)"))
@@ -130,7 +134,7 @@ enum WarmCommand: AdminCommand {
             case .gone: gone += 1
             case let .corrupt(message): corrupt += 1; failures.note(CommandFailure(code: .dataError, message: "skipped: " + message))
             case let .invalid(message): invalid += 1; failures.note(CommandFailure(code: .dataError, message: "skipped: " + message))
-            case let .failed(error): failed += 1; failures.note(SharedTierOptions.failure(error))
+            case let .failed(error): failed += 1; failures.note(LoaderFailureMessages.failure(error))
             case let .storeFailed(failure): failed += 1; failures.note(failure)
             }
         }
