@@ -101,6 +101,7 @@ import Testing
         ("bytes", "7660.5", #""bytes""#),
         ("expiresAt", "5", #""expiresAt""#),
         ("expiresAt", #""next week""#, #""expiresAt""#),
+        ("expiresAt", #""2199-01-01T00:00:00.000Z""#, "expiresAt 2199-01-01T00:00:00.000Z is more than 100 years from now"),
         ("createdAt", #""yesterday""#, #""createdAt""#),
         ("lastAccessedAt", "true", #""lastAccessedAt""#),
         ("format", "7", #""format""#),
@@ -156,6 +157,27 @@ import Testing
                 #expect((was is NSNull && now is NSNull) || (was as? String != nil && was as? String == now as? String),
                         "\(url): expiresAt was \(was), is \(now)")
             }
+        }
+    }
+
+    /// Milliseconds that a `Date` holds a hair below the whole value (…00.037 is
+    /// 1764627000.036999…), which the date output once truncated to one millisecond early:
+    /// restored and printed, each must read exactly as the manifest wrote it.
+    @Test(arguments: ["2025-12-01T22:10:00.037Z", "2025-12-01T22:10:00.074Z", "2025-12-01T22:10:00.185Z"])
+    func manifestDatesComeBackExactlyToTheMillisecond(createdAt: String) throws {
+        try withTemporaryDirectory { directory throws in
+            let out = directory + "/ex", store = directory + "/b"
+            let manifest = try exportTwoEntries(directory, out: out)
+            let expiresAt = "2030" + createdAt.dropFirst(4)
+            try rewrite(manifest, in: out, entryFor: Self.photoURL) {
+                $0["createdAt"] = createdAt
+                $0["expiresAt"] = expiresAt
+            }
+            let result = try run(["--store", store, "import", "--manifest", out + "/manifest.json", out])
+            #expect(result.status == 0, "\(result.standardError)")
+            let photo = try #require(try listing(store)[Self.photoURL])
+            #expect(photo["createdAt"] as? String == createdAt)
+            #expect(photo["expiresAt"] as? String == String(expiresAt))
         }
     }
 

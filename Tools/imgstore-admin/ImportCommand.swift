@@ -34,8 +34,9 @@ enum ImportCommand: AdminCommand {
             "checksum" and "bytes", when present, must match the file (XXH3-64 as 16 hex digits, and its
             size): a file that differs was damaged after the export, and is skipped with nothing stored.
             "expiresAt" restores the entry's expiry exactly (null: never expires; without the key, the
-            --ttl default); an entry whose expiresAt has passed is not stored but left out with a note, as
-            export leaves expired entries out (it does not change the exit status). "createdAt" is kept
+            --ttl default; more than 100 years away: bad data); an entry whose expiresAt has passed is not
+            stored but left out with a note (with --json: "ok":false, "error":"… expired at …"), as export
+            leaves expired entries out; it does not change the exit status. "createdAt" is kept
             as the entry's creation time; its last access is the import. --ttl overrides every entry's
             expiresAt (the lifetime counts from the import). A key export writes ("format", "width",
             "height", "lastAccessedAt" too) with a value of the wrong type (e.g. "bytes": "5") skips its
@@ -49,7 +50,7 @@ enum ImportCommand: AdminCommand {
               imported N of M files (K skipped)
             with ", E expired left out" after K skipped when a manifest's entries had expired.
 
-            Exit status: 0 every file imported; 65 some files were skipped as bad data (not an image, too
+            Exit status: 0 every file imported (or left out as expired); 65 some files were skipped as bad data (not an image, too
             large, a bad URL, a manifest mismatch) and all others imported; 74 a file or directory could not
             be read (all others imported), DIR or the manifest cannot be read, or the store failed: import
             then stops at once, and the files already reported stay imported; 64 usage error.
@@ -125,6 +126,10 @@ enum ImportCommand: AdminCommand {
             }
             if let mismatch = manifestMismatch(candidate, data, url: url) {
                 report(candidate, mismatch, .dataError)
+                continue
+            }
+            if case let .at(expiresAt)? = candidate.expiry, expiresAt.timeIntervalSinceNow > ImageStore.Configuration.maxLifetime.seconds {
+                report(candidate, "the manifest's expiresAt \(JSONOutput.date(expiresAt)) is more than 100 years from now", .dataError)
                 continue
             }
             if case let .at(expiresAt)? = candidate.expiry, expiresAt <= Date() {

@@ -9,7 +9,14 @@ enum JSONOutput {
     /// `ls --json` half its time).
     static let dateStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 
-    static func date(_ date: Date) -> String { date.formatted(dateStyle) }
+    /// `date` to the nearest millisecond. The style truncates, and a `Date` made from whole
+    /// milliseconds (as the store's are) often sits a hair below one, which printed half of all
+    /// dates a millisecond early (and export → import then moved them back by one). Half a
+    /// millisecond on the rounded value makes the truncation land on it.
+    static func date(_ date: Date) -> String {
+        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
+        return Date(timeIntervalSince1970: (milliseconds + 0.5) / 1000).formatted(dateStyle)
+    }
 
     /// A checksum as the output writes it: 16 hex digits.
     static func hex(_ checksum: UInt64) -> String { String(format: "%016llx", checksum) }
