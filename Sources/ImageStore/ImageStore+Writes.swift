@@ -16,9 +16,11 @@ extension ImageStore {
 
     /// Checks a put and builds its record. `validated` carries facts this store's validator
     /// produced for exactly these bytes (the loader's), so they are not validated twice.
+    /// `createdAt` (milliseconds) is the creation time a restored entry keeps; nil for now.
     /// - Throws: everything `put` throws before anything is written.
     func preparePut(_ data: Data, for url: String, expiry: Expiry, validators: CacheValidators,
-                    durability: Durability, validated: ValidatedImage? = nil) throws(ImageStoreError) -> PreparedWrite {
+                    durability: Durability, validated: ValidatedImage? = nil,
+                    createdAt: Int64? = nil) throws(ImageStoreError) -> PreparedWrite {
         try checkOpen()
         let writes = try writePath()
         let (normalized, cacheKey) = try keys(for: url)
@@ -35,7 +37,7 @@ extension ImageStore {
         let lifetime = try policy.expiry(now: now, expiry)
         var record = EntryRecord(
             url: normalized, cacheKey: cacheKey, byteCount: data.count,
-            checksum: data.withUnsafeBytes(Checksum.blob), createdAt: now,
+            checksum: data.withUnsafeBytes(Checksum.blob), createdAt: createdAt ?? now,
             expiresAt: lifetime.expiresAt, lastAccess: now, facts: facts, validators: validators)
         record.slidingSeconds = lifetime.slidingSeconds
         let write = PreparedWrite(

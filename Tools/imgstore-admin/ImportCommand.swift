@@ -11,7 +11,8 @@ enum ImportCommand: AdminCommand {
         options: [
             OptionSpec(name: "--base-url", value: "URL", help: "the prefix of every file's URL (default: file:// + DIR's absolute path + /)"),
             OptionSpec(name: "--manifest", value: "FILE", help: "import exactly the files a manifest lists (as export writes), under its URLs"),
-            Options.ttlOption, Options.durabilityOption,
+            OptionSpec(name: "--ttl", value: "SECONDS", help: "seconds until each entry expires, or 'never', for every file (default: a manifest's expiresAt, else the store's, 7 days)"),
+            Options.durabilityOption,
             OptionSpec(name: "--json", help: "print one JSON line per file, after its put was acknowledged"),
             PutCommand.strictOption, Options.maxDiskBytesOption,
         ],
@@ -29,9 +30,17 @@ enum ImportCommand: AdminCommand {
 
             Manifest (--manifest FILE, JSON; export writes one as DIR/manifest.json):
               {"entries": [{"file": "c-0123456789abcdef.png", "url": "https://cdn.test/img/c.png", "bytes": 3870}, ...]}
-            "file" is a path relative to DIR (not absolute, no ".." segment); "url" the URL to store it under;
-            "bytes", when present, must equal the file's size. Other keys (export's "checksum", "format",
-            "expiresAt") are ignored. Only the listed files are imported.
+            "file" is a path relative to DIR (not absolute, no ".." segment); "url" the URL to store it under.
+            "checksum" and "bytes", when present, must match the file (XXH3-64 as 16 hex digits, and its
+            size): a file that differs was damaged after the export, and is skipped with nothing stored.
+            "expiresAt" restores the entry's expiry exactly (null: never expires; without the key, the
+            --ttl default; more than 100 years away: bad data); an entry whose expiresAt has passed is not
+            stored but left out with a note (with --json: "ok":false, "error":"… expired at …"), as export
+            leaves expired entries out; it does not change the exit status. "createdAt" is kept
+            as the entry's creation time; its last access is the import. --ttl overrides every entry's
+            expiresAt (the lifetime counts from the import). A key export writes ("format", "width",
+            "height", "lastAccessedAt" too) with a value of the wrong type (e.g. "bytes": "5") skips its
+            entry as bad data. Other keys are not read. Only the listed files are imported.
 
             Output: with --json, one line per file, printed only after that file's put was acknowledged as
             durably as --durability asks (a script may trust every line it saw):
@@ -39,8 +48,9 @@ enum ImportCommand: AdminCommand {
               {"error":"The data for … is not a valid image …","ok":false,"path":"bad.png","url":"file:///…"}
             Without --json, skipped files are named on stderr and the last line is
               imported N of M files (K skipped)
+            with ", E expired left out" after K skipped when a manifest's entries had expired.
 
-            Exit status: 0 every file imported; 65 some files were skipped as bad data (not an image, too
+            Exit status: 0 every file imported (or left out as expired); 65 some files were skipped as bad data (not an image, too
             large, a bad URL, a manifest mismatch) and all others imported; 74 a file or directory could not
             be read (all others imported), DIR or the manifest cannot be read, or the store failed: import
             then stops at once, and the files already reported stay imported; 64 usage error.
@@ -56,6 +66,13 @@ enum ImportCommand: AdminCommand {
         var url: String?
         /// The size the manifest promises, if any.
         var expectedBytes: Int?
+        /// The XXH3-64 the manifest records, if any.
+        var expectedChecksum: UInt64?
+        /// The creation time the manifest records, kept by the restored entry.
+        var createdAt: Date?
+        /// The lifetime the manifest records (`.never` for null, `.at` its expiresAt); nil when it
+        /// has none or `--ttl` overrides it.
+        var expiry: Expiry?
         /// Known before reading: why this candidate is skipped, and whether as bad data or I/O.
         var problem: (message: String, code: ExitCode)?
     }
@@ -63,6 +80,7 @@ enum ImportCommand: AdminCommand {
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         let directory = arguments.positionals[0]
         let expiry = try Options.expiry(arguments)
+        let ttlGiven = arguments.value("--ttl") != nil
         let durability = try Options.durability(arguments)
         let json = arguments.has("--json")
         if arguments.value("--manifest") != nil && arguments.value("--base-url") != nil {
@@ -71,7 +89,11 @@ enum ImportCommand: AdminCommand {
         try checkDirectory(directory)
         let candidates: [Candidate]
         if let manifest = arguments.value("--manifest") {
-            candidates = try manifestCandidates(manifest)
+            candidates = try manifestCandidates(manifest).map { found in
+                var candidate = found
+                if ttlGiven { candidate.expiry = nil }
+                return candidate
+            }
         } else {
             let base = arguments.value("--base-url").map { $0.hasSuffix("/") ? $0 : $0 + "/" } ?? defaultBaseURL(directory)
             candidates = imageFiles(in: directory).map { found in
@@ -83,7 +105,7 @@ enum ImportCommand: AdminCommand {
 
         let store = try context.openStore(.create, configuration: PutCommand.configuration(arguments))
         var progress = Progress(label: "import", total: candidates.count)
-        var imported = 0, badData = 0, unreadable = 0
+        var imported = 0, badData = 0, unreadable = 0, expired = 0
         func report(_ candidate: Candidate, _ message: String, _ code: ExitCode) {
             if code == .dataError { badData += 1 } else { unreadable += 1 }
             if json {
@@ -102,12 +124,34 @@ enum ImportCommand: AdminCommand {
                 report(candidate, error.message, error.code == .dataError ? .dataError : .ioError)
                 continue
             }
-            if let expected = candidate.expectedBytes, expected != data.count {
-                report(candidate, "the file has \(data.count) bytes, the manifest says \(expected)", .dataError)
+            if let mismatch = manifestMismatch(candidate, data, url: url) {
+                report(candidate, mismatch, .dataError)
+                continue
+            }
+            if case let .at(expiresAt)? = candidate.expiry, expiresAt.timeIntervalSinceNow > ImageStore.Configuration.maxLifetime.seconds {
+                report(candidate, "the manifest's expiresAt \(JSONOutput.date(expiresAt)) is more than 100 years from now", .dataError)
+                continue
+            }
+            if case let .at(expiresAt)? = candidate.expiry, expiresAt <= Date() {
+                // Stored, it would be expired at once: left out as export leaves expired entries out.
+                expired += 1
+                let note = "\(url) expired at \(JSONOutput.date(expiresAt)) (the manifest's expiresAt); pass --ttl to import it anyway"
+                if json {
+                    context.print(JSONOutput.line(ImportLineJSON(path: candidate.path, url: url, ok: false, error: note)))
+                } else {
+                    progress.finish()
+                    Output.standardError("imgstore-admin import: left out \(Describe.escaped(candidate.path)): \(Describe.escaped(note))\n")
+                }
                 continue
             }
             do {
-                let info = try store.put(data, for: url, expiry: expiry, durability: durability)
+                let entryExpiry = candidate.expiry ?? expiry
+                let info: EntryInfo
+                if let createdAt = candidate.createdAt {
+                    info = try store.restore(data, for: url, createdAt: createdAt, expiry: entryExpiry, durability: durability)
+                } else {
+                    info = try store.put(data, for: url, expiry: entryExpiry, durability: durability)
+                }
                 // The put has returned: the entry is as durable as `durability` asks, so it may be reported.
                 imported += 1
                 if json {
@@ -139,7 +183,10 @@ enum ImportCommand: AdminCommand {
         }
         store.close()
         let skipped = badData + unreadable
-        if !json { context.print("imported \(imported) of \(candidates.count) files (\(skipped) skipped)") }
+        if !json {
+            context.print("imported \(imported) of \(candidates.count) files (\(skipped) skipped"
+                + (expired > 0 ? ", \(expired) expired left out)" : ")"))
+        }
         if unreadable > 0 {
             throw CommandFailure(code: .ioError, message: "\(unreadable) file(s) or directories could not be read")
         }
@@ -230,26 +277,41 @@ enum ImportCommand: AdminCommand {
     // MARK: - Manifests
 
     /// The entries of a manifest. A manifest that is not JSON of the documented shape fails
-    /// the whole import with 65 before anything is stored; an entry with an unsafe file name is
-    /// reported and skipped as bad data.
+    /// the whole import with 65 before anything is stored; an entry with an unsafe file name or
+    /// a field of the wrong type is reported and skipped as bad data.
     static func manifestCandidates(_ file: String) throws(CommandFailure) -> [Candidate] {
         let data = try PutCommand.readFile(file, limit: 1 << 30)
         let shape = #"expected {"entries": [{"file": ..., "url": ...}, ...]}"#
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let entries = object["entries"] as? [[String: Any]]
-        else { throw CommandFailure(code: .dataError, message: "\(file) is not an imgstore manifest: \(shape)") }
-        var candidates: [Candidate] = []
-        for (index, entry) in entries.enumerated() {
-            guard let path = entry["file"] as? String, let url = entry["url"] as? String else {
-                throw CommandFailure(code: .dataError, message: "\(file): entry \(index) has no \"file\" or \"url\" string; \(shape)")
-            }
-            var candidate = Candidate(path: path, url: url, expectedBytes: entry["bytes"] as? Int)
-            let segments = path.split(separator: "/", omittingEmptySubsequences: false)
-            if path.isEmpty || path.hasPrefix("/") || segments.contains("..") || path.utf8.contains(0) {
-                candidate.problem = ("unsafe file name in the manifest: it must be a path inside DIR, without \"..\"", .dataError)
-            }
-            candidates.append(candidate)
+        let manifest: ManifestInputJSON
+        do { manifest = try JSONDecoder().decode(ManifestInputJSON.self, from: data) } catch let missing as ManifestInputJSON.Entry.MissingName {
+            throw CommandFailure(code: .dataError, message: "\(file): entry \(missing.index.map(String.init) ?? "?") has no \"file\" or \"url\" string; \(shape)")
+        } catch {
+            throw CommandFailure(code: .dataError, message: "\(file) is not an imgstore manifest: \(shape)")
         }
-        return candidates
+        return manifest.entries.map { entry in
+            var candidate = Candidate(path: entry.file, url: entry.url, expectedBytes: entry.bytes,
+                                      expectedChecksum: entry.checksum, createdAt: entry.createdAt,
+                                      expiry: entry.expiresAt.map { $0.map(Expiry.at) ?? .never })
+            let segments = entry.file.split(separator: "/", omittingEmptySubsequences: false)
+            if entry.file.isEmpty || entry.file.hasPrefix("/") || segments.contains("..") || entry.file.utf8.contains(0) {
+                candidate.problem = ("unsafe file name in the manifest: it must be a path inside DIR, without \"..\"", .dataError)
+            } else if let problem = entry.problem {
+                candidate.problem = (problem, .dataError)
+            }
+            return candidate
+        }
+    }
+
+    /// Why `data`, read for `candidate`, is not what its manifest entry recorded (the byte count,
+    /// then the XXH3-64), or nil when it is or nothing was recorded.
+    static func manifestMismatch(_ candidate: Candidate, _ data: Data, url: String) -> String? {
+        if let expected = candidate.expectedBytes, expected != data.count {
+            return "the file has \(data.count) bytes, the manifest says \(expected)"
+        }
+        guard let expected = candidate.expectedChecksum else { return nil }
+        let actual = ImageStore.checksum(of: data)
+        guard actual != expected else { return nil }
+        return "checksum mismatch for \(url): the file's XXH3-64 is \(JSONOutput.hex(actual)), the manifest says \(JSONOutput.hex(expected));"
+            + " the file changed or was damaged after the export"
     }
 }

@@ -9,7 +9,22 @@ enum JSONOutput {
     /// `ls --json` half its time).
     static let dateStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 
-    static func date(_ date: Date) -> String { date.formatted(dateStyle) }
+    /// `date` to the nearest millisecond. The style truncates, and a `Date` made from whole
+    /// milliseconds (as the store's are) often sits a hair below one, which printed half of all
+    /// dates a millisecond early (and export → import then moved them back by one). Half a
+    /// millisecond on the rounded value makes the truncation land on it.
+    static func date(_ date: Date) -> String {
+        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
+        return Date(timeIntervalSince1970: (milliseconds + 0.5) / 1000).formatted(dateStyle)
+    }
+
+    /// A checksum as the output writes it: 16 hex digits.
+    static func hex(_ checksum: UInt64) -> String { String(format: "%016llx", checksum) }
+
+    /// A date as `date(_:)` writes it (also without the fractional seconds), or nil.
+    static func parseDate(_ text: String) -> Date? {
+        (try? dateStyle.parse(text)) ?? (try? Date.ISO8601FormatStyle().parse(text))
+    }
 
     static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
@@ -61,7 +76,7 @@ struct EntryJSON: Encodable {
     init(_ info: EntryInfo) {
         url = info.url
         bytes = info.byteCount
-        checksum = String(format: "%016llx", info.checksum)
+        checksum = JSONOutput.hex(info.checksum)
         createdAt = info.createdAt
         expiresAt = info.expiresAt
         lastAccessedAt = info.lastAccessedAt
@@ -105,4 +120,78 @@ struct ValidationJSON: Encodable {
     /// Bytes after the image's end marker (accepted unless `--strict`).
     @Nullable var trailingBytes: Int?
     @Nullable var error: String?
+}
+
+/// `manifest.json` as `import --manifest` reads it: export's shape (`ExportCommand.Manifest`),
+/// or a hand-written one with only `"file"` and `"url"` per entry. A field of the wrong type
+/// does not fail the manifest: it is the `problem` of its entry, which is then skipped.
+struct ManifestInputJSON: Decodable {
+    var entries: [Entry]
+
+    /// One entry. Every key export writes is read with its type, so `"bytes": "5"` is an
+    /// error rather than a check silently not made; other keys are ignored.
+    struct Entry: Decodable {
+        var file: String
+        var url: String
+        var bytes: Int?
+        /// XXH3-64, from 16 hex digits.
+        var checksum: UInt64?
+        var createdAt: Date?
+        /// nil: no `"expiresAt"` key (a hand-written manifest); `.some(nil)`: null, never expires.
+        var expiresAt: Date??
+        /// Why the entry cannot be imported: the first field of the wrong type.
+        var problem: String?
+
+        private enum Keys: String, CodingKey {
+            case file, url, bytes, checksum, createdAt, expiresAt, lastAccessedAt, format, width, height
+        }
+
+        /// An entry without a `"file"` or `"url"` string: the manifest itself is malformed.
+        struct MissingName: Error {
+            /// The entry's position in `"entries"`.
+            var index: Int?
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: Keys.self)
+            guard let file = try? container.decode(String.self, forKey: .file),
+                  let url = try? container.decode(String.self, forKey: .url)
+            else { throw MissingName(index: decoder.codingPath.last?.intValue) }
+            self.file = file
+            self.url = url
+            var problem: String?
+            /// `key`'s value when present and not null; of the wrong type, the entry's problem.
+            func read<T: Decodable>(_ key: Keys, as type: T.Type, _ kind: String) -> T? {
+                do { return try container.decodeIfPresent(type, forKey: key) } catch {
+                    if problem == nil { problem = "the manifest's \"\(key.stringValue)\" is not \(kind)" }
+                    return nil
+                }
+            }
+            func date(_ key: Keys) -> Date? {
+                guard let text = read(key, as: String.self, "an ISO 8601 date") else { return nil }
+                if let date = JSONOutput.parseDate(text) { return date }
+                if problem == nil { problem = "the manifest's \"\(key.stringValue)\" is not an ISO 8601 date: \(text)" }
+                return nil
+            }
+            bytes = read(.bytes, as: Int.self, "a whole number")
+            if let hex = read(.checksum, as: String.self, "a string of 16 hex digits") {
+                checksum = hex.utf8.count == 16 ? UInt64(hex, radix: 16) : nil
+                if checksum == nil, problem == nil { problem = "the manifest's \"checksum\" is not 16 hex digits: \(hex)" }
+            }
+            createdAt = date(.createdAt)
+            if container.contains(.expiresAt) {
+                if try container.decodeNil(forKey: .expiresAt) {
+                    expiresAt = .some(nil)
+                } else if let date = date(.expiresAt) {
+                    expiresAt = .some(date)
+                }
+            }
+            // Not used by import, but export writes them: a wrong type means a damaged manifest.
+            _ = date(.lastAccessedAt)
+            _ = read(.format, as: String.self, "a string")
+            _ = read(.width, as: Int.self, "a whole number")
+            _ = read(.height, as: Int.self, "a whole number")
+            self.problem = problem
+        }
+    }
 }
