@@ -54,10 +54,15 @@ import Testing
             let store = directory + "/s"
             let script = #"""
                 "$ADMIN" --store "$1" import --base-url "$(printf 'https://x.test/\377/')" "$2"; echo "import=$?"
+                AWS_ACCESS_KEY_ID=k AWS_SECRET_ACCESS_KEY=s "$ADMIN" --store "$1" warm --shared-tier http://127.0.0.1:9/b "--prefix=$(printf 'p\376/')"; echo "warm=$?"
                 """#
             let result = try AdminBinary.shell(script, [store, Fixtures.directory])
-            #expect(result.output == "import=64\n", "\(result.standardError)")
-            #expect(result.standardError == "imgstore-admin import: --base-url is not valid UTF-8: 'https://x.test/\\xFF/' (see imgstore-admin --help)\n")
+            #expect(result.output == "import=64\nwarm=64\n", "\(result.standardError)")
+            #expect(result.standardError == """
+                imgstore-admin import: --base-url is not valid UTF-8: 'https://x.test/\\xFF/' (see imgstore-admin --help)
+                imgstore-admin warm: --prefix is not valid UTF-8: 'p\\xFE/' (see imgstore-admin --help)
+
+                """)
             #expect(!FileManager.default.fileExists(atPath: store), "nothing was created")
         }
     }

@@ -91,6 +91,6 @@ enum Options {
     static let maxDiskBytesOption = OptionSpec(
         name: "--max-disk-bytes", value: "N",
         help: "the disk budget: past N bytes of LMDB pages, evict least recently used entries (down to 90% of N), at once when the store is over it")
-    static let ttlOption = OptionSpec(name: "--ttl", value: "SECONDS", help: "seconds until the entry expires, or 'never' (default: the store's, 7 days)")
+    static let ttlOption = OptionSpec(name: "--ttl", value: "SECONDS", help: "seconds until the entry expires, a plain decimal from 0.001 (30, 2.5, 1.5e3), or 'never' (default: the store's, 7 days)")
     static let durabilityOption = OptionSpec(name: "--durability", value: "MODE", help: "sync (default), batched or none: when the put is acknowledged")
 }
