@@ -88,12 +88,12 @@ import Testing
                 let before = store + command
                 let after = command + store
                 for arguments in [before, after] {
-                    let result = try AdminBinary.run(arguments, in: directory)
+                    let result = try AdminBinary.run(arguments, workingIn: directory)
                     #expect(result.status == 64, "\(arguments): \(result.standardError)")
                     #expect(result.standardError == "imgstore-admin \(command[0]): --store needs a path (see imgstore-admin --help)\n")
                 }
             }
-            let verify = try AdminBinary.run(store + ["verify"], in: directory)
+            let verify = try AdminBinary.run(store + ["verify"], workingIn: directory)
             #expect(verify.status == 16, "verify's usage status, as fsck's")
             #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty, "nothing was created")
         }
@@ -105,7 +105,7 @@ import Testing
     @Test(arguments: [["--version", "ls"], ["--store", "nowhere", "--version", "put", "x", "y"], ["--version", "--store", "s", "ls"], ["--version"]])
     func versionAnywhereBeforeTheCommandPrintsTheVersion(arguments: [String]) throws {
         try withTemporaryDirectory { directory throws in
-            let result = try AdminBinary.run(arguments, in: directory)
+            let result = try AdminBinary.run(arguments, workingIn: directory)
             #expect(result.status == 0, "\(result.standardError)")
             #expect(result.output == "imgstore-admin 0.1.0\n")
             #expect(result.standardError.isEmpty)

@@ -31,7 +31,7 @@ import Testing
     @Test func aRelativeStorePathIsNamedAsGiven() throws {
         try withTemporaryDirectory { directory throws in
             try Data("hi\n".utf8).write(to: URL(fileURLWithPath: directory + "/afile"))
-            let result = try AdminBinary.run(["--store", "afile/sub", "import", Fixtures.directory], in: directory)
+            let result = try AdminBinary.run(["--store", "afile/sub", "import", Fixtures.directory], workingIn: directory)
             #expect(result.status == 74)
             #expect(result.standardError == "imgstore-admin import: The store directory afile/sub cannot be used: it does not exist and cannot be created (Not a directory).\n")
             #expect(!result.standardError.contains("NSCocoaErrorDomain"))
