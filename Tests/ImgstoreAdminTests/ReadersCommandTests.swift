@@ -44,12 +44,14 @@ import Testing
         }
     }
 
-    @Test func aDirectoryWithoutAStoreIsAnIOError() throws {
+    /// As every read command (probe 14, finding 8): 66 "no store at PATH", not 74 "not an
+    /// imgstore store … Use an empty or new directory". StoreCreationTests has the missing path.
+    @Test func aDirectoryWithoutAStoreIsNoStore() throws {
         try withTemporaryDirectory { directory throws in
             let result = try ChildProcess.run(admin, ["--store", directory, "readers"])
-            #expect(result.status == 74)
+            #expect(result.status == 66)
             #expect(result.output.isEmpty)
-            #expect(result.standardError.contains("is not an imgstore store"), "\(result.standardError)")
+            #expect(result.standardError == "imgstore-admin readers: no store at \(directory)\n", "\(result.standardError)")
         }
     }
 }

@@ -82,6 +82,10 @@ extension CommandFailure {
             self.init(code: .ioError, message: "the store at \(path) is open for writing by another process (\(holder)); stop it first, or use a read command (ls, get, stats, verify without --repair)")
         case let .walCorrupt(path, detail):
             self.init(code: .ioError, message: "The write-ahead log of the store at \(path) is damaged: \(detail). Acknowledged writes after the damage would be lost; run imgstore-admin verify --repair to skip the damage (it reports what it skipped), or restore the store.")
+        case let .notWritable(path, reason):
+            // The reason is the system's ("Not a directory", "Read-only file system"): the
+            // library's "Check its permissions" would send the user the wrong way for most.
+            self.init(code: .ioError, message: "The store directory \(path) cannot be used: \(reason).")
         case let .storeFull(path, limit):
             self.init(code: .ioError, message: "The store at \(path) is full: it reached its maximum map size of \(limit) bytes. Remove entries (rm, expire) and run imgstore-admin compact.")
         default:

@@ -42,16 +42,29 @@ enum ArgumentParser {
     ]
 
     /// Parses `arguments` (after the command name) against `spec` plus the global options.
-    /// `--` ends option parsing. Throws a usage failure naming the problem.
-    static func parse(_ arguments: [String], for spec: CommandSpec) throws(CommandFailure) -> ParsedArguments {
+    /// `--` ends option parsing. `invalidUTF8` holds, by index into `arguments`, those whose
+    /// bytes are not valid UTF-8 (see `argumentsNotValidUTF8`). Throws a usage failure naming
+    /// the problem: also for such an argument where text is expected (anything but a path:
+    /// a URL becomes a key, and `CommandLine.arguments` has repaired its bytes to U+FFFD), and
+    /// for an empty `--store`.
+    static func parse(_ arguments: [String], invalidUTF8: [Int: String] = [:], for spec: CommandSpec) throws(CommandFailure) -> ParsedArguments {
         let table = spec.options + globalOptions
+        let positionalNames = spec.arguments.split(separator: " ").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "[].")) }
         var parsed = ParsedArguments()
         var index = 0
         var optionsEnded = false
+        /// Fails when the argument at `at` is not valid UTF-8 and `placeholder` is not a path;
+        /// `dropping` leading characters of its rendering (`--option=`) are not shown.
+        func requireText(at: Int, _ placeholder: String, named name: String, dropping: Int = 0) throws(CommandFailure) {
+            guard let bytes = invalidUTF8[at], !pathPlaceholders.contains(placeholder) else { return }
+            throw usage("\(name) is not valid UTF-8: '\(bytes.dropFirst(dropping))'", spec)
+        }
         while index < arguments.count {
             let argument = arguments[index]
             index += 1
             if optionsEnded || !argument.hasPrefix("-") || argument == "-" {
+                let name = positionalNames.isEmpty ? "argument" : positionalNames[min(parsed.positionals.count, positionalNames.count - 1)]
+                try requireText(at: index - 1, name, named: name)
                 parsed.positionals.append(argument)
                 continue
             }
@@ -66,13 +79,19 @@ enum ArgumentParser {
                 throw usage("unknown option \(name) for '\(spec.name)'", spec)
             }
             if let placeholder = option.value {
+                let value: String
                 if let inlineValue {
-                    parsed.values[option.name] = inlineValue
+                    try requireText(at: index - 1, placeholder, named: option.name, dropping: name.count + 1)
+                    value = inlineValue
                 } else {
                     guard index < arguments.count else { throw usage("\(option.name) needs a value (\(placeholder))", spec) }
-                    parsed.values[option.name] = arguments[index]
+                    try requireText(at: index, placeholder, named: option.name)
+                    value = arguments[index]
                     index += 1
                 }
+                // "" is no directory, and "no store at " (nothing after it) tells the user nothing.
+                if option.name == "--store" && value.isEmpty { throw usage("--store needs a path", spec) }
+                parsed.values[option.name] = value
             } else {
                 guard inlineValue == nil else { throw usage("\(option.name) takes no value", spec) }
                 parsed.flags.insert(option.name)
@@ -83,6 +102,29 @@ enum ArgumentParser {
             throw usage("'\(spec.name)' expects \(spec.arguments.isEmpty ? "no arguments" : spec.arguments), got \(parsed.positionals.count) argument(s)", spec)
         }
         return parsed
+    }
+
+    /// The placeholders of arguments that name files. Their bytes may be any the file system
+    /// takes, so they are not required to be UTF-8 (but see `argumentsNotValidUTF8`).
+    static let pathPlaceholders: Set<String> = ["PATH", "FILE", "DIR"]
+
+    /// The arguments after the program name that are not valid UTF-8, by index, each shown
+    /// with `\xHH` for every byte outside printable ASCII. Read from `CommandLine.unsafeArgv`:
+    /// `CommandLine.arguments` repairs such bytes to U+FFFD, so `\xFF\xFE` and `\xFE\xFF` would
+    /// read as the same URL. (A path argument keeps the repaired text, so it names another
+    /// file than the one meant and fails to open; the tool does not handle such paths.)
+    static func argumentsNotValidUTF8() -> [Int: String] {
+        var invalid: [Int: String] = [:]
+        for index in 0..<Int(CommandLine.argc) where index > 0 {
+            guard let pointer = CommandLine.unsafeArgv[index], String(validatingCString: pointer) == nil else { continue }
+            let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer))
+            invalid[index - 1] = bytes.map { byte in
+                if (0x20..<0x7F).contains(byte) { return String(UnicodeScalar(byte)) }
+                let hex = String(byte, radix: 16, uppercase: true)
+                return "\\x" + (hex.count == 1 ? "0" : "") + hex
+            }.joined()
+        }
+        return invalid
     }
 
     static func usage(_ message: String, _ spec: CommandSpec? = nil) -> CommandFailure {

@@ -26,8 +26,11 @@ enum PutCommand: AdminCommand {
         let (url, file) = (arguments.positionals[0], arguments.positionals[1])
         let expiry = try Options.expiry(arguments)
         let durability = try Options.durability(arguments)
-        let data = try readFile(file, limit: ImageStore.Configuration().maxEntryBytes)
-        let store = try context.openStore(.create, configuration: configuration(arguments))
+        let configuration = Self.configuration(arguments)
+        let data = try readFile(file, limit: configuration.maxEntryBytes)
+        // Before the store is opened: a refused put creates nothing (a mistyped --store stays absent).
+        try checkInput(data, for: url, configuration: configuration)
+        let store = try context.openStore(.create, configuration: configuration)
         let info = try CommandFailure.mapping { () throws(ImageStoreError) in
             let info = try store.put(data, for: url, expiry: expiry, durability: durability)
             // Applied to LMDB before exit 0: a put the store cannot apply (a damaged tree) is
@@ -37,6 +40,26 @@ enum PutCommand: AdminCommand {
         }
         context.print("stored \(Describe.escaped(info.url)) (\(info.byteCount) bytes, \(Describe.image(info.image)))")
     }
+
+    /// The checks `store.put` makes on its input, in its order, made without a store: the URL
+    /// (the store's normalizer), then the bytes (not empty, a valid image for the store's
+    /// validator in its structure mode and trailing-bytes policy). The store checks again
+    /// when it takes them; this only moves a refusal before the store is created.
+    /// - Throws: status 65 with the store's own message (`emptyURL`, `malformedURL`,
+    ///   `urlTooLong`, `emptyData`, `invalidImage`).
+    static func checkInput(_ data: Data, for url: String, configuration: ImageStore.Configuration) throws(CommandFailure) {
+        let normalized = try CommandFailure.mapping { () throws(ImageStoreError) in
+            try URLNormalizer(maxBytes: configuration.maxURLBytes).normalize(url)
+        }
+        guard !data.isEmpty else { throw CommandFailure(storeError: .emptyData) }
+        let validator = ImageValidator(limits: configuration.rejectTrailingBytes ? .strict : .default)
+        do { _ = try validator.validate(data, mode: .structure) } catch {
+            throw CommandFailure(storeError: .invalidImage(url: URLNormalizer.excerpt(normalized), reason: error.description))
+        }
+    }
+
+    /// The reason `readFile` gives for an input over `limit` bytes.
+    static func tooLarge(_ limit: Int) -> String { "larger than the limit of \(limit) bytes per entry" }
 
     /// The bytes of `path` (`-`: standard input), read with `read(2)` so any readable file works,
     /// stopping after `limit` + 1 bytes.
@@ -63,7 +86,7 @@ enum PutCommand: AdminCommand {
             if n == 0 { return data }
             data.append(contentsOf: chunk[0..<n])
         }
-        throw CommandFailure(code: .dataError, message: "\(path) is larger than the limit of \(limit) bytes per entry")
+        throw CommandFailure(code: .dataError, message: "\(path) is \(tooLarge(limit))")
     }
 
     private static func unreadable(_ path: String, _ code: Int32) -> CommandFailure {

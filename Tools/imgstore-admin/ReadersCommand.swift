@@ -17,6 +17,13 @@ enum ReadersCommand: AdminCommand {
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         let path = context.storePath
+        // As every read command: a missing store is 66 and nothing is created. A path that is
+        // not a directory is said as the store says it (it would call it "not an imgstore store").
+        try context.requireStore()
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue {
+            throw CommandFailure(storeError: .notADirectory(path: path))
+        }
         if arguments.has("--clear") {
             let cleared = try CommandFailure.mapping { () throws(ImageStoreError) in try ImageStore.clearStaleReaders(path: path) }
             context.print("cleared \(cleared) stale reader slot\(cleared == 1 ? "" : "s")")

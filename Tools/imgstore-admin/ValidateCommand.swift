@@ -17,8 +17,13 @@ enum ValidateCommand: AdminCommand {
         positional: 1...Int.max,
         details: """
             Files are checked in parallel on all cores; the lines come out in the order the files were given.
-            A file that cannot be read is reported as invalid and the others are still checked.
+            A file that cannot be read is reported as invalid and the others are still checked. As with put,
+            at most the entry size limit (64 MiB) plus one byte of each file is read: a larger file (or an
+            endless one, such as /dev/zero) is invalid, "larger than the limit of 67108864 bytes per entry".
             """)
+
+    /// The most bytes of a file that are read: what a store takes as one entry (put's limit).
+    static let limit = ImageStore.Configuration().maxEntryBytes
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         keepLargeBuffersInTheHeap()
@@ -67,7 +72,7 @@ enum ValidateCommand: AdminCommand {
         var object = ValidationJSON(path: path, ok: false)
         let line: String
         do {
-            let data = try PutCommand.readFile(path, limit: Int.max)
+            let data = try PutCommand.readFile(path, limit: limit)
             do {
                 let facts = try validator.validate(data, mode: mode)
                 object = ValidationJSON(path: path, ok: true, format: facts.format.rawValue, width: facts.width,
@@ -82,6 +87,10 @@ enum ValidateCommand: AdminCommand {
                 object.format = ImageValidator.sniff(data).rawValue
                 line = "\(Describe.escaped(path)): invalid: \(error.description)"
             }
+        } catch where error.code == .dataError {
+            // Too large: an invalid file like the others, without the path said twice.
+            object.error = PutCommand.tooLarge(limit)
+            line = "\(Describe.escaped(path)): invalid: \(PutCommand.tooLarge(limit))"
         } catch {
             object.error = error.message
             line = "\(Describe.escaped(path)): \(error.message)"

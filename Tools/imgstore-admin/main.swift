@@ -34,11 +34,17 @@ var topLevelHelp: String {
     global options:
       --store PATH   the store directory (default: $IMGSTORE_PATH, else ./imgstore)
       --help, -h     show help (also after a command: imgstore-admin put --help)
-      --version      print the version
+      --version      print the version (also before a command, which then does not run)
+
+    numbers: plain decimal. Seconds (--ttl, --timeout, --tier-timeout) are digits with an
+      optional fraction and exponent (30, 2.5, 1.5e3), at least 0.001 (times are kept in
+      milliseconds); counts and sizes are digits only. No sign, hex, inf, nan, spaces or _.
+    text: URLs and other arguments that become keys (--base-url, --prefix) must be valid
+      UTF-8 (else 64); file paths are not checked.
 
     exit status:
       0   success
-      1   not found (get, rm), or an invalid image (validate)
+      1   not found (get, rm), or an invalid file (validate: not an image, unreadable, over 64 MiB)
       64  usage error
       65  bad input data (not an image, too large, malformed URL)
       66  no store at the --store path (read commands and rm, checkpoint, compact, expire create none)
@@ -50,24 +56,36 @@ var topLevelHelp: String {
     """
 }
 
+/// `--store`, else `$IMGSTORE_PATH`, else `./imgstore`. (The parser refuses an empty `--store`.)
+func storePath(_ parsed: ParsedArguments, _ spec: CommandSpec) throws(CommandFailure) -> String {
+    let path = parsed.value("--store") ?? ProcessInfo.processInfo.environment["IMGSTORE_PATH"] ?? "./imgstore"
+    guard !path.isEmpty else { throw ArgumentParser.usage("IMGSTORE_PATH is empty: set it to the store's path, or pass --store PATH", spec) }
+    return path
+}
+
+/// Runs the command `argv` (the arguments after the program name) names; `invalidUTF8` says
+/// which of them are not valid UTF-8 (`ArgumentParser.argumentsNotValidUTF8`).
 @MainActor
-func run(_ argv: [String]) -> ExitCode {
+func run(_ argv: [String], invalidUTF8: [Int: String]) -> ExitCode {
     var arguments = argv
     // The command is the first argument that is not a global option (or the value of --store).
-    // Any other option before it is a mistyped global option, not a command.
+    // Any other option before it is a mistyped global option, not a command. --version there
+    // answers without running the command, as --help does with the command's help.
     var index = 0
+    var versionAsked = false
     while index < arguments.count, arguments[index].hasPrefix("-") {
         let option = arguments[index]
         switch option {
         case "--store": index += 2
-        case "--help", "-h", "--version": index += 1
+        case "--help", "-h": index += 1
+        case "--version": versionAsked = true; index += 1
         case _ where option.hasPrefix("--store="): index += 1
         default:
             Output.standardError("imgstore-admin: unknown option \(Describe.escaped(option)) (see imgstore-admin --help)\n")
             return .usage
         }
     }
-    if arguments.contains("--version") && index >= arguments.count {
+    if versionAsked {
         Output.standardOutput("imgstore-admin \(version)\n")
         return Output.exitStatus(for: .success, prefix: "imgstore-admin")
     }
@@ -80,18 +98,22 @@ func run(_ argv: [String]) -> ExitCode {
         return .usage
     }
     let name = arguments.remove(at: index)
+    // Indices into `arguments`, which no longer holds the command's name.
+    let invalidAfterName = Dictionary(uniqueKeysWithValues: invalidUTF8.compactMap { entry in
+        entry.key == index ? nil : (entry.key > index ? entry.key - 1 : entry.key, entry.value)
+    })
     guard let command = commands.first(where: { $0.spec.name == name }) else {
         Output.standardError("imgstore-admin: unknown command '\(Describe.escaped(name))' (see imgstore-admin --help)\n")
         return .usage
     }
     let prefix = "imgstore-admin \(name)"
     do {
-        let parsed = try ArgumentParser.parse(arguments, for: command.spec)
+        let parsed = try ArgumentParser.parse(arguments, invalidUTF8: invalidAfterName, for: command.spec)
         if parsed.has("--help") {
             Output.standardOutput(ArgumentParser.help(for: command.spec) + "\n")
             return Output.exitStatus(for: .success, prefix: prefix)
         }
-        let storePath = parsed.value("--store") ?? ProcessInfo.processInfo.environment["IMGSTORE_PATH"] ?? "./imgstore"
+        let storePath = try storePath(parsed, command.spec)
         let context = CommandContext(storePath: storePath, maxDiskBytes: try Options.maxDiskBytes(parsed))
         defer { context.opened.closeAll() }
         try command.run(parsed, context: context)
@@ -104,4 +126,4 @@ func run(_ argv: [String]) -> ExitCode {
 
 // Before anything opens a file: no file may become descriptor 0, 1 or 2.
 Output.prepareStandardDescriptors()
-exit(run(Array(CommandLine.arguments.dropFirst())).rawValue)
+exit(run(Array(CommandLine.arguments.dropFirst()), invalidUTF8: ArgumentParser.argumentsNotValidUTF8()).rawValue)

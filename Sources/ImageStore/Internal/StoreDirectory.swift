@@ -61,7 +61,14 @@ enum StoreDirectory {
         do { return try FileManager.default.contentsOfDirectory(atPath: path) } catch { return [] }
     }
 
+    /// The system's reason for a failed Foundation file operation ("Not a directory"): the
+    /// text of the errno underneath, never Foundation's own sentence ("The operation could not
+    /// be completed. (NSCocoaErrorDomain error 512.)"), which names no cause.
     private static func describe(_ error: any Error) -> String {
-        (error as NSError).localizedDescription
+        let cause = (error as? CocoaError)?.underlying ?? error
+        if let posix = cause as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }
+        let bridged = cause as NSError
+        guard bridged.domain == NSPOSIXErrorDomain else { return "the system gave no reason" }
+        return String(cString: strerror(Int32(truncatingIfNeeded: bridged.code)))
     }
 }

@@ -6,10 +6,14 @@
 ///
 /// Deliberately strict: a URL with whitespace or control characters, no `scheme://`, an
 /// empty host (except `file:`), or a bad port is an error, never silently "fixed".
-struct URLNormalizer: Sendable {
-    let maxBytes: Int
+///
+/// `package`: imgstore-admin checks a URL before it creates a store for it.
+package struct URLNormalizer: Sendable {
+    package let maxBytes: Int
 
-    func normalize(_ url: String) throws(ImageStoreError) -> String {
+    package init(maxBytes: Int) { self.maxBytes = maxBytes }
+
+    package func normalize(_ url: String) throws(ImageStoreError) -> String {
         // Most URLs a service sees are already in normal form: check that in one pass over the
         // UTF-8 bytes, without allocating, and return the string as it is.
         if url.utf8.count <= maxBytes, url.utf8.withContiguousStorageIfAvailable(Self.isAlreadyNormal) == true {
@@ -110,7 +114,7 @@ struct URLNormalizer: Sendable {
     private static func lowercased(_ b: UInt8) -> UInt8 { b >= 0x41 && b <= 0x5A ? b | 0x20 : b }
 
     /// The start of a long URL, for error messages that stay one line.
-    static func excerpt(_ url: String) -> String {
+    package static func excerpt(_ url: String) -> String {
         url.utf8.count <= 200 ? url : String(url.prefix(200)) + "… (\(url.utf8.count) bytes)"
     }
 }
