@@ -63,8 +63,13 @@ extension ImageStore {
         public var sweepBatchSize = 256
         /// The disk budget: bytes of LMDB pages the entries may occupy; nil for no budget.
         /// When exceeded, the least recently used entries are evicted down to
-        /// `diskBudgetLowWatermark` of it. The quarantine (what `verify --repair` set aside) is
-        /// not counted and never evicted: it stays until purged. Default nil.
+        /// `diskBudgetLowWatermark` of it. A put that cannot fit under that (its pages and the
+        /// store's own, as the budget measures them) is refused with `entryOverDiskBudget`
+        /// before anything is logged or evicted, rather than acknowledged and evicted at once.
+        /// A store opened over its budget is brought under it by its first write, sweep or
+        /// checkpoint, not by the open: a refused put evicts nothing. The quarantine (what
+        /// `verify --repair` set aside) is not counted and never evicted: it stays until
+        /// purged. Default nil.
         public var maxDiskBytes: Int?
         /// The fraction of `maxDiskBytes` eviction brings the store down to. Default 0.9.
         public var diskBudgetLowWatermark = 0.9

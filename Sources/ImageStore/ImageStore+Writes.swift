@@ -25,8 +25,9 @@ extension ImageStore {
         let writes = try writePath()
         let (normalized, cacheKey) = try keys(for: url)
         guard !data.isEmpty else { throw .emptyData }
-        let limit = min(configuration.maxEntryBytes, policy.budget?.low ?? .max)
-        guard data.count <= limit else { throw .entryTooLarge(byteCount: data.count, limit: limit) }
+        guard data.count <= configuration.maxEntryBytes else {
+            throw .entryTooLarge(byteCount: data.count, limit: configuration.maxEntryBytes)
+        }
         let facts: ImageFacts?
         if let validated, validated.isVouched(by: self, for: data) {
             facts = validated.facts
@@ -42,6 +43,8 @@ extension ImageStore {
         record.slidingSeconds = lifetime.slidingSeconds
         let write = PreparedWrite(
             path: writes, entry: .put(record, data), durability: try resolved(durability), record: record, isPut: true)
+        // The last refusal of bad input: nothing may be evicted before it (or any other) passes.
+        try maintenance?.admit(record, blobBytes: data.count)
         try checkWritable(write)
         return write
     }
@@ -72,6 +75,7 @@ extension ImageStore {
         try checkOpen()
         let writes = try writePath()
         let cacheKey = try keys(for: url).cacheKey
+        maintenance?.enforceBudgetBeforeFirstWrite()
         guard try record(cacheKey: cacheKey) != nil else { return nil }
         try tier.checkWritable(cacheKey: cacheKey, record: nil)
         return PreparedWrite(path: writes, entry: .delete(cacheKey: cacheKey), durability: try resolved(durability), record: nil)
@@ -80,13 +84,17 @@ extension ImageStore {
     func prepareRemoveAll(durability: Durability) throws(ImageStoreError) -> PreparedWrite {
         try checkOpen()
         let writes = try writePath()
+        maintenance?.enforceBudgetBeforeFirstWrite()
         try tier.checkAcceptingWrites()
         return PreparedWrite(path: writes, entry: .deleteAll, durability: try resolved(durability), record: nil)
     }
 
-    /// Checks that the tree takes a put's record where it goes, and forgets the entry's
-    /// noted access time (the record carries the new one).
+    /// Brings a store opened over its disk budget under it (once, before its first write:
+    /// `StoreMaintenance.enforceBudgetBeforeFirstWrite`), checks that the tree takes a put's
+    /// record where it goes, and forgets the entry's noted access time (the record carries the
+    /// new one).
     private func checkWritable(_ write: PreparedWrite) throws(ImageStoreError) {
+        maintenance?.enforceBudgetBeforeFirstWrite()
         guard let record = write.record else { return }
         try tier.checkWritable(cacheKey: record.cacheKey, record: record)
         maintenance?.tracker.forget(record.cacheKey)

@@ -91,9 +91,9 @@ public final class ImageStore: Sendable {
                         counters.events.attempt(.diskBudget) { () throws(ImageStoreError) in try maintenance.enforceBudget() }
                         counters.refreshSizes(tier)
                     })
-                // Over its budget already (opened with a lower one, or the disk filled first):
-                // evict now, since on a full disk no write would get as far as the applier.
-                _ = tier.writer.sync { [counters] in counters.events.attempt(.diskBudget) { () throws(ImageStoreError) in try maintenance.enforceBudget() } }
+                // A store over its budget already (opened with a lower one, or the disk filled
+                // first) is brought under it by its first write, not here: a put refused (for
+                // the budget or bad input) must evict nothing (`enforceBudgetBeforeFirstWrite`).
                 if let period = configuration.sweepPeriod { maintenance.startSweeping(every: period) }
             } else {
                 maintenance = nil
@@ -166,7 +166,10 @@ public final class ImageStore: Sendable {
             return SweepReport(entryCount: count, byteCount: bytes)
         }
         try writes.settle()
-        if !dryRun { writes.makeRoomToFree() }
+        if !dryRun {
+            maintenance.enforceBudgetBeforeFirstWrite()
+            writes.makeRoomToFree()
+        }
         return try ImageStoreError.rethrowing(path: path, operation: "sweeping expired entries") { try tier.writer.sync { try maintenance.sweep(dryRun: dryRun) } }
     }
 
@@ -189,7 +192,9 @@ public final class ImageStore: Sendable {
     /// Runs on its own on a size policy and on close; call it to force one.
     public func checkpoint() throws(ImageStoreError) {
         try checkOpen()
-        try writePath().checkpoint()
+        let writes = try writePath()
+        maintenance?.enforceBudgetBeforeFirstWrite()
+        try writes.checkpoint()
     }
 
     // MARK: - Writing
@@ -205,7 +210,8 @@ public final class ImageStore: Sendable {
     ///   - validators: the origin's `ETag`/`Last-Modified`, kept for revalidation.
     /// - Throws: `emptyURL`, `malformedURL`, `urlTooLong`, `emptyData`, `entryTooLarge`,
     ///   `invalidImage`, `invalidArgument` (an expiry or batch interval out of range; all before
-    ///   anything is written); `storeFull` (it would not fit; nothing written);
+    ///   anything is written); `entryOverDiskBudget` (the disk budget would evict it at once;
+    ///   nothing written or evicted); `storeFull` (it would not fit; nothing written);
     ///   `noRoomForWrite` (the disk has too little room for it; nothing written); `corruptStore`
     ///   (the tree is damaged where the put would go; nothing written); `diskFull`, `logFailed`
     ///   (not acknowledged, outcome unknown: the record may have reached the log, and then the

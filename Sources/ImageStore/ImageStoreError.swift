@@ -69,6 +69,12 @@ public enum ImageStoreError: Error, Sendable, Hashable, CustomStringConvertible 
     /// the LMDB pages applying it (and the writes logged before it) may take. The store is
     /// unchanged; free space and retry.
     case noRoomForWrite(path: String, needed: Int, available: Int)
+    /// The entry cannot fit under the disk budget (`Configuration.maxDiskBytes`, here
+    /// `maxDiskBytes`): alone in the store, with the store's own pages, it would take `needed`
+    /// bytes of LMDB pages, more than the `limit` eviction brings the store down to
+    /// (`diskBudgetLowWatermark` of the budget), so the budget would evict it as soon as it was
+    /// applied. Refused before anything was logged or evicted: the store is unchanged.
+    case entryOverDiskBudget(byteCount: Int, needed: Int, limit: Int, maxDiskBytes: Int)
     /// The store was closed.
     case closed(path: String)
     /// An I/O or storage-engine error; `detail` names the operation and the system's message.
@@ -123,6 +129,8 @@ public enum ImageStoreError: Error, Sendable, Hashable, CustomStringConvertible 
             "The disk holding the store at \(path) is full. Free space and retry; the outcome of the write that failed is unknown (the entry may be present after the store reopens), and nothing acknowledged was lost."
         case let .noRoomForWrite(path, needed, available):
             "The disk holding the store at \(path) is full for this write: it has \(available) bytes free and the write needs \(needed) (the entry, and the LMDB pages it and the writes not yet applied may take). Nothing was written; free space (remove or expire entries) and retry."
+        case let .entryOverDiskBudget(byteCount, needed, limit, maxDiskBytes):
+            "The image is \(byteCount) bytes and would take \(needed) bytes of pages with the store's own, over the \(limit) bytes that a disk budget of \(maxDiskBytes) bytes (Configuration.maxDiskBytes) evicts down to, so it would be evicted at once. Nothing was written or evicted; raise the budget or store a smaller image."
         case let .closed(path):
             "The store at \(path) is closed."
         case let .storage(path, detail):

@@ -24,7 +24,8 @@ public struct StoreStatistics: Sendable, Hashable, Codable {
     public var expiredEntries: Int
     /// Image bytes of those expired entries; `logicalBytes - expiredBytes` are fresh.
     public var expiredBytes: Int
-    /// Bytes of LMDB pages holding data (in use, not on the free list): what the disk budget counts.
+    /// Bytes of LMDB pages holding data (in use, neither on the free list nor the free list's own
+    /// pages): what the disk budget counts, less the quarantine's pages, which it leaves out.
     public var occupiedBytes: Int
     /// The disk budget, if any (`Configuration.maxDiskBytes`).
     public var maxDiskBytes: Int?

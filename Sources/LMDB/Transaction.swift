@@ -201,6 +201,12 @@ package struct Transaction: ~Copyable {
         return total
     }
 
+    /// The pages of LMDB's free-list database itself (`mdb_stat` on `FREE_DBI`): the records
+    /// that list the free pages, which grow with what was freed and are data of no database.
+    package func freeListStatistics() throws(LMDBError) -> DatabaseStatistics {
+        try statistics(Database(dbi: 0, name: "(free list)"))
+    }
+
     // MARK: - Writes (write transactions only; LMDB answers EACCES otherwise)
 
     /// Stores `value` under `key`, replacing what was there.

@@ -76,6 +76,7 @@ extension CommandFailure {
             self.init(code: .dataError, message: "The URL is \(length) bytes long, over the limit of \(limit) bytes.")
         case let .entryTooLarge(byteCount, limit):
             self.init(code: .dataError, message: "The image is \(byteCount) bytes, over the limit of \(limit) bytes per entry.")
+        case let .entryOverDiskBudget(byteCount, needed, limit, maxDiskBytes): self.init(overDiskBudget: byteCount, needed: needed, limit: limit, maxDiskBytes: maxDiskBytes)
         case .emptyURL, .malformedURL, .emptyData, .invalidImage, .invalidArgument:
             self.init(code: .dataError, message: error.description)
         case let .writerLocked(path, holder):

@@ -16,8 +16,9 @@ enum StatsCommand: AdminCommand {
             Facts about the store only: this process's own counters (hits, misses) say nothing about a
             store a service uses, so they are left out. "disk bytes" is what the store directory takes
             on disk: data.mdb, lock.mdb, every log segment (spare ones included) and writer.lock.
-            --prometheus prints the store's gauges of ImageStore.metrics (entries, logical and file
-            bytes) labelled store="PATH", for a cron job that writes them where node_exporter's
+            --prometheus prints the store's gauges of ImageStore.metrics (imgstore_entries,
+            imgstore_logical_bytes, imgstore_file_bytes: data.mdb) and imgstore_disk_bytes (the
+            "disk bytes" above) labelled store="PATH", for a cron job that writes them where node_exporter's
             textfile collector reads (write to a temporary file and rename it, so the collector never
             reads half a file). A service exports its counters itself, with
             StoreMetrics.prometheusExposition().
@@ -63,6 +64,7 @@ enum StatsCommand: AdminCommand {
         if arguments.has("--prometheus") {
             var exposition = PrometheusExposition()
             exposition.append(store.metrics, labels: ["store": store.path], scope: .storeGauges)
+            exposition.appendStoreDiskBytes(diskBytes(of: store.path), labels: ["store": store.path])
             if let contents {
                 exposition.appendSharedTierContents(objects: contents.objects, bytes: contents.bytes,
                                                     labels: ["tier": contents.url, "prefix": contents.prefix])

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Synchronization
 
 /// The store's own housekeeping on the durable tier: persisting access times, sweeping
@@ -13,6 +14,9 @@ final class StoreMaintenance: Sendable {
     /// Told which entries a sweep or eviction removed, or whose sliding expiry moved, so the
     /// memory tier drops its copies of them.
     private let onRemoved: @Sendable ([String]) -> Void
+    /// Whether the budget is still to be enforced on the state the store opened with
+    /// (`enforceBudgetBeforeFirstWrite`); true only with a budget.
+    private let openingBudgetPending: LockedValue<Bool>
     // The timer is only created, resumed and cancelled under this lock.
     private let timerLock = NSLock()
     private nonisolated(unsafe) var timer: DispatchSourceTimer?
@@ -24,6 +28,7 @@ final class StoreMaintenance: Sendable {
         self.counters = counters
         self.clock = clock
         self.onRemoved = onRemoved
+        openingBudgetPending = LockedValue(policy.budget != nil)
     }
 
     /// Writes noted access times to LMDB. Sliding entries whose expiry moved are dropped from
@@ -55,12 +60,41 @@ final class StoreMaintenance: Sendable {
         return SweepReport(entryCount: removal.cacheKeys.count, byteCount: removal.bytes, batches: removal.batches)
     }
 
+    /// Refuses a put whose entry cannot fit under the budget: alone in the store, with the
+    /// store's own pages (`DurableTier.budgetFootprint`), it would be over the low watermark
+    /// eviction brings the store down to, so the eviction after it is applied would remove it
+    /// too. Runs on the caller's thread before anything is logged or evicted.
+    /// - Throws: `entryOverDiskBudget`; `storage` when LMDB cannot be read.
+    func admit(_ record: EntryRecord, blobBytes: Int) throws(ImageStoreError) {
+        guard let budget = policy.budget else { return }
+        let needed = try tier.budgetFootprint(of: record, blobBytes: blobBytes)
+        guard needed <= budget.low else {
+            throw .entryOverDiskBudget(byteCount: blobBytes, needed: needed, limit: budget.low, maxDiskBytes: budget.high)
+        }
+    }
+
+    /// Enforces the budget once on the state the store opened with (one opened with a budget
+    /// it exceeds, or that filled its disk): called by the first write the store lets through,
+    /// after that write's own checks, so a refused put evicts nothing, and by the first sweep
+    /// or checkpoint (on a full disk no put gets as far as the applier, whose batches enforce
+    /// it from then on). An open and close that write nothing evict nothing. On the caller's
+    /// thread, which waits for the writer queue (and an eviction, if one is due) once; writes
+    /// racing it wait for it. Failures go to the event handler, as after an applied batch.
+    func enforceBudgetBeforeFirstWrite() {
+        openingBudgetPending.withLock { pending in
+            guard pending else { return }
+            pending = false
+            tier.writer.sync {
+                counters.events.attempt(.diskBudget) { () throws(ImageStoreError) in try enforceBudget() }
+            }
+        }
+    }
+
     /// When the pages in use (the quarantine's excluded) exceed the budget's high watermark,
     /// evicts the least recently accessed entries until they are under the low one. Called
-    /// after every applied batch, and once at a writer open (a store opened with a budget it
-    /// exceeds is brought under it before its first write, which a full disk would refuse).
-    /// Eviction frees space but needs a few new pages first, so on a full disk it releases the
-    /// space reserve (`SpaceReserve`) before it starts.
+    /// after every applied batch, and before the first write after an open
+    /// (`enforceBudgetBeforeFirstWrite`). Eviction frees space but needs a few new pages
+    /// first, so on a full disk it releases the space reserve (`SpaceReserve`) before it starts.
     func enforceBudget() throws(ImageStoreError) {
         dispatchPrecondition(condition: .onQueue(tier.writer))
         guard let budget = policy.budget, try tier.budgetedBytes() > budget.high else { return }

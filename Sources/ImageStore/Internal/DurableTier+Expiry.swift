@@ -126,13 +126,17 @@ extension DurableTier {
         }
     }
 
-    /// Bytes of LMDB pages holding data: pages in use minus pages on the free list.
+    /// Bytes of LMDB pages holding data: pages in use minus pages on the free list and the
+    /// free list's own pages (the records listing them).
     func occupiedBytes() throws(ImageStoreError) -> Int { try pageUse().occupied }
 
     /// Bytes the disk budget (`Configuration.maxDiskBytes`) counts: pages holding data, minus
     /// the quarantine's. What `verify --repair` set aside is excluded rather than evicted for:
     /// it stays until purged (`imgstore-admin quarantine --purge`, `compact --purge-quarantine`),
-    /// so a large quarantine can never push the cache out.
+    /// so a large quarantine can never push the cache out. The free list's own pages are not
+    /// data either: they grow with what was freed (about 20 KB after evicting 10 MB), so
+    /// counting them made eviction from a large store go on to evict the entry just put, which
+    /// the put's check (`budgetFootprint`) had found to fit.
     func budgetedBytes() throws(ImageStoreError) -> Int {
         let use = try pageUse()
         return use.occupied - use.quarantined
@@ -141,8 +145,10 @@ extension DurableTier {
     private func pageUse() throws(ImageStoreError) -> (occupied: Int, quarantined: Int) {
         do {
             let stats = try environment.statistics()
-            let (free, quarantined) = try environment.read { txn in (try txn.freePageCount(), try txn.statistics(quarantine).pages) }
-            return (stats.usedBytes - free * stats.pageSize, quarantined * stats.pageSize)
+            let (free, freeList, quarantined) = try environment.read { txn in
+                (try txn.freePageCount(), try txn.freeListStatistics().pages, try txn.statistics(quarantine).pages)
+            }
+            return (stats.usedBytes - (free + freeList) * stats.pageSize, quarantined * stats.pageSize)
         } catch {
             throw .from(error, path: path, operation: "measuring disk use", maxMapSize: maxMapSize)
         }

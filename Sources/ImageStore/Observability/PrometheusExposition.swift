@@ -66,6 +66,15 @@ public struct PrometheusExposition: Sendable {
               m.lastBackgroundFailure.map { $0.at.timeIntervalSince1970 } ?? 0)
     }
 
+    /// Adds the disk space every file of a store directory takes (`imgstore_disk_bytes`):
+    /// data.mdb, lock.mdb, the log segments (spare ones included), as `du` counts it. Measured
+    /// by listing the directory, which `StoreMetrics` (kept without I/O) never does, so the
+    /// caller passes it: `imgstore-admin stats --prometheus`, beside the store's gauges.
+    package mutating func appendStoreDiskBytes(_ bytes: Int, labels: [String: String] = [:]) {
+        gauge("disk_bytes", "Disk space allocated to every file of the store directory (data.mdb, lock.mdb, log segments, spare ones included).",
+              labels, Double(bytes))
+    }
+
     /// Adds a loader's metrics, with `labels` on every sample.
     public mutating func append(_ metrics: LoaderMetrics, labels: [String: String] = [:]) {
         let m = metrics

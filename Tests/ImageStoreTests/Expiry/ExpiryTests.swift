@@ -185,8 +185,11 @@ import Testing
     @Test func anEntryLargerThanTheBudgetIsRefused() throws {
         let clock = ManualClock()
         try withTemporaryStore(configuration(clock: clock, budget: 1 << 20)) { store throws in
-            #expect(throws: ImageStoreError.entryTooLarge(byteCount: 1 << 20, limit: Int(Double(1 << 20) * 0.9))) {
+            #expect {
                 try store.put(Data(count: 1 << 20), for: "https://x.test/huge")
+            } throws: { error in
+                guard case let .entryOverDiskBudget(byteCount, needed, limit, maxDiskBytes) = error as? ImageStoreError else { return false }
+                return byteCount == 1 << 20 && needed > byteCount && limit == Int(Double(1 << 20) * 0.9) && maxDiskBytes == 1 << 20
             }
         }
     }
