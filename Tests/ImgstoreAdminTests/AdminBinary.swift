@@ -1,14 +1,9 @@
 import Foundation
 import ImageStoreTestSupport
 
-/// The `imgstore-admin` the end-to-end tests run: `$IMGSTORE_ADMIN_BINARY` when set (CI points
-/// it at `.build/release/imgstore-admin`, the binary users get), else the debug build next to
-/// the tests.
+/// Runs the `imgstore-admin` the end-to-end tests test (`adminBinaryPath`).
 enum AdminBinary {
-    static let path: String = {
-        if let path = ProcessInfo.processInfo.environment["IMGSTORE_ADMIN_BINARY"], !path.isEmpty { return path }
-        return ChildProcess.product("imgstore-admin")
-    }()
+    static let path = adminBinaryPath
 
     /// Runs the tool with `arguments`.
     static func run(_ arguments: [String], environment: [String: String]? = nil, input: Data? = nil,

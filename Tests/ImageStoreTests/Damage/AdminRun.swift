@@ -6,9 +6,7 @@ import Testing
 /// Runs `imgstore-admin` as a real process, so a signal (SIGBUS, SIGSEGV) or a hang is seen as
 /// what it is. `IMGSTORE_ADMIN_BINARY` names another binary (the release build) to test instead.
 enum AdminRun {
-    static var binary: String {
-        ProcessInfo.processInfo.environment["IMGSTORE_ADMIN_BINARY"] ?? ChildProcess.product("imgstore-admin")
-    }
+    static var binary: String { adminBinaryPath }
 
     /// What one command did: its exit status (128 + signal when killed by one; nil when it
     /// was still running after the bound and was killed) and its standard output.
