@@ -71,12 +71,14 @@ import Testing
     }
 
     @Test(.enabled(if: Tools.python3 != nil, "needs python3 on PATH for the test origin"))
-    func anImageOverTheBudgetsEntryLimitNamesMaxDiskBytesAndExits65() async throws {
+    func anImageTheBudgetWouldEvictAtOnceNamesMaxDiskBytesAndExits74() async throws {
+        // A put the budget would evict at once is refused as a full disk refuses one (74, as `put` exits).
         let origin = try TestOrigin()
-        let url = origin.url("/a/photo-baseline.jpg")  // 7660 bytes: over what a budget of 8000 bytes allows an entry
+        let url = origin.url("/a/photo-baseline.jpg")  // 7660 bytes: more than a budget of 8000 bytes keeps
         let result = try await Self.fetch(["--max-disk-bytes", "8000", url])
-        Self.expectFailure(result, 65, "\(url): the image is 7660 bytes, over the entry size limit of ", prefix: true)
-        #expect(result.standardError.hasSuffix(" bytes that --max-disk-bytes 8000 allows\n"), "\(result.standardError)")
+        Self.expectFailure(result, 74, "\(url): The image is 7660 bytes and would take ", prefix: true)
+        #expect(result.standardError.contains("(90% of --max-disk-bytes 8000)"), "\(result.standardError)")
+        #expect(result.standardError.contains("Nothing was stored or evicted"), "\(result.standardError)")
     }
 
     static let statuses: [(status: Int, exit: Int32, reason: String)] = [
@@ -185,10 +187,10 @@ import Testing
     }
 
     @Test(.enabled(if: S3Server.available, S3Server.unavailableReason), .timeLimit(.minutes(10)))
-    func warmSkipsAnObjectOverTheBudgetsEntryLimitNamingMaxDiskBytes() async throws {
+    func warmFailsAnObjectTheBudgetWouldEvictAtOnceNamingMaxDiskBytes() async throws {
         try await S3Server.with { server in
             let tier = try SharedTierCommandTests.tier(server)
-            let url = "https://cdn.test/photo.jpg"  // 7660 bytes: over what a budget of 8000 bytes allows an entry
+            let url = "https://cdn.test/photo.jpg"  // 7660 bytes: more than a budget of 8000 bytes keeps
             let entry = try SharedTierCommandTests.entry(url, "photo-baseline.jpg", format: "jpeg", width: 160, height: 120,
                                                          expires: Date().addingTimeInterval(3600))
             #expect(await tier.upload(entry) == .stored)
@@ -197,14 +199,11 @@ import Testing
             defer { Self.removeDirectory(directory) }
             let warm = try await SharedTierCommandTests.admin(["--store", directory + "/s", "warm",
                                                                "--shared-tier", bucket, "--max-disk-bytes", "8000"])
-            #expect(warm.status == 65, "\(warm.standardError)")
-            #expect(warm.output == "warmed 0 of 1 objects from \(bucket) (0 expired, 0 corrupt, 1 invalid, 0 gone, 0 failed)\n")
+            #expect(warm.status == 74, "\(warm.standardError)")
+            #expect(warm.output == "warmed 0 of 1 objects from \(bucket) (0 expired, 0 corrupt, 0 invalid, 0 gone, 1 failed)\n")
             let lines = warm.standardError.split(separator: "\n").map(String.init)
-            #expect(lines.count == 2, "\(warm.standardError)")
-            #expect(lines.first?.hasPrefix("imgstore-admin warm: skipped: \(url): the image is 7660 bytes, over the entry size limit of ") == true,
-                    "\(warm.standardError)")
-            #expect(lines.first?.hasSuffix(" bytes that --max-disk-bytes 8000 allows") == true, "\(warm.standardError)")
-            #expect(lines.last == "imgstore-admin warm: 1 objects skipped as corrupt or invalid")
+            #expect(lines.last?.hasPrefix("imgstore-admin warm: The image is 7660 bytes and would take ") == true, "\(warm.standardError)")
+            #expect(lines.last?.contains("(90% of --max-disk-bytes 8000)") == true, "\(warm.standardError)")
             Self.expectToolTerms(warm)
         }
     }
