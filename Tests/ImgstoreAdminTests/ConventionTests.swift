@@ -22,6 +22,34 @@ import Testing
         #expect(summaryColumns.count == 1, "every summary starts in the same column")
     }
 
+    /// The exit statuses `--help` lists are the README's: the same numbers (fetch's and
+    /// verify's included), so a script written from either handles every status.
+    @Test func topLevelHelpsExitStatusesAreTheREADMEs() throws {
+        let help = try AdminBinary.run(["--help"]).output
+        let table = try #require(help.range(of: "exit status:")).upperBound
+        let helpStatuses = Self.numbers(in: String(help[table...]), pattern: #"(?m)^\s+(\d+)\s|, (\d+) |(\d+) (?:operational|usage error|clean|all repaired|problems left|no problems)"#)
+        let readme = try String(contentsOfFile: Fixtures.repositoryRoot + "/README.md", encoding: .utf8)
+        let start = try #require(readme.range(of: "Exit status: ")).lowerBound
+        let end = try #require(readme.range(of: "### `--json` shapes")).lowerBound
+        let readmeStatuses = Self.numbers(in: String(readme[start..<end]), pattern: #"\*\*(\d+)\*\*"#)
+        #expect(readmeStatuses == [0, 1, 4, 8, 9, 12, 16, 64, 65, 66, 69, 74, 77])
+        #expect(helpStatuses == readmeStatuses, "help: \(help[table...])")
+        for phrase in ["404 or 410", "fetch's origin", "9 all repaired", "12 problems left"] {
+            #expect(help.contains(phrase), "help names \(phrase)")
+        }
+    }
+
+    private static func numbers(in text: String, pattern: String) -> Set<Int> {
+        let regex = try! NSRegularExpression(pattern: pattern)
+        var found: Set<Int> = []
+        for match in regex.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+            for group in 1..<match.numberOfRanges {
+                if let range = Range(match.range(at: group), in: text), let value = Int(text[range]) { found.insert(value) }
+            }
+        }
+        return found
+    }
+
     @Test func aMistypedGlobalOptionIsAnUnknownOption() throws {
         let result = try AdminBinary.run(["--stor", "x", "ls"])
         #expect(result.status == 64)
@@ -38,6 +66,27 @@ import Testing
             let put = try AdminBinary.run(["--store", directory, "put", "https://x.test/a.png", Fixtures.directory + "/shapes.png"])
             #expect(put.status == 74)
             #expect(put.standardError == "imgstore-admin put: the store at \(directory) is open for writing by another process (pid \(holder.processIdentifier)); stop it first, or use a read command (ls, get, stats, verify without --repair)\n")
+        }
+    }
+
+    /// Every command that opens the store for writing says what to do in the tool's terms when
+    /// another process writes it: never the library's "open it read-only" (there is no such
+    /// flag). `verify --repair` printed exactly that, with status 8.
+    static let writingCommands: [([String], Int32)] = [
+        (["put", "https://x.test/a.png", Fixtures.directory + "/shapes.png"], 74),
+        (["rm", "https://x.test/a.png"], 74), (["expire"], 74), (["checkpoint"], 74),
+        (["quarantine", "--purge"], 74), (["import", Fixtures.directory], 74), (["verify", "--repair"], 8),
+    ]
+
+    @Test(arguments: writingCommands)
+    func everyWritingCommandBesideAWriterNamesWhatToDoWithTheTool(arguments: [String], status: Int32) throws {
+        try withTemporaryDirectory { directory throws in
+            let holder = try ChildProcess.Collecting(ChildProcess.product("imgstore-test-child"), ["hold-writer", directory])
+            #expect(holder.wait(for: "ready"))
+            defer { holder.kill() }
+            let result = try AdminBinary.run(["--store", directory] + arguments)
+            #expect(result.status == status, "\(result.standardError)")
+            #expect(result.standardError == "imgstore-admin \(arguments[0]): the store at \(directory) is open for writing by another process (pid \(holder.processIdentifier)); stop it first, or use a read command (ls, get, stats, verify without --repair)\n")
         }
     }
 
@@ -107,8 +156,9 @@ import Testing
             let stats = try AdminBinary.run(["--store", store, "stats", "--json"])
             let statsObject = try #require(try JSONSerialization.jsonObject(with: stats.standardOutput) as? [String: Any])
             #expect(Set(statsObject.keys) == ["path", "entryCount", "logicalBytes", "expiredEntries", "expiredBytes", "dataFileBytes",
-                                             "diskBytes", "usedBytes", "occupiedBytes", "mapSize", "maxMapSize", "maxDiskBytes"])
+                                             "diskBytes", "usedBytes", "occupiedBytes", "mapSize", "maxMapSize", "maxDiskBytes", "sharedTier"])
             #expect(statsObject["maxDiskBytes"] is NSNull)
+            #expect(statsObject["sharedTier"] is NSNull)
             let wal = try AdminBinary.run(["--store", store, "wal", "--json"])
             let walObject = try #require(try JSONSerialization.jsonObject(with: wal.standardOutput) as? [String: Any], "\(wal.standardError)")
             #expect(Set(walObject.keys) == ["segments", "spareSegments", "bytes"])
@@ -148,6 +198,26 @@ import Testing
             let result = try AdminBinary.run(["--store", directory, "compact", "--dry-run"])
             #expect(result.status == 0, "\(result.standardError)")
             #expect(result.output.hasPrefix("would shrink data.mdb from "))
+        }
+    }
+
+    /// Every read command works while another process holds the store as its writer: none of
+    /// them takes writer.lock or waits for it.
+    @Test(arguments: [
+        ["ls"], ["ls", "--json"], ["get", "https://demo.imgstore.invalid/fixtures/shapes.png"], ["stats"], ["stats", "--json"],
+        ["verify"], ["verify", "--json"], ["wal"], ["quarantine"], ["expire", "--dry-run"], ["readers"], ["export", "OUT"],
+    ])
+    func everyReadCommandWorksBesideAWriter(arguments: [String]) throws {
+        try withTemporaryDirectory { directory throws in
+            let store = directory + "/s"
+            try AdminBinary.makeDemoStore(store)
+            let holder = try ChildProcess.Collecting(ChildProcess.product("imgstore-test-child"), ["hold-writer", store])
+            #expect(holder.wait(for: "ready"))
+            defer { holder.kill() }
+            let result = try AdminBinary.run(["--store", store] + arguments.map { $0 == "OUT" ? directory + "/out" : $0 })
+            #expect(result.status == 0, "\(arguments): \(result.standardError)")
+            // (quarantine lists nothing: the demo store has no quarantined entry.)
+            if arguments != ["quarantine"] { #expect(!result.standardOutput.isEmpty, "\(arguments) printed its answer") }
         }
     }
 

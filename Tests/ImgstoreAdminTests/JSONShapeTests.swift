@@ -44,6 +44,7 @@ import Testing
         "dataFileBytes": .int, "diskBytes": .int, "entryCount": .int, "expiredBytes": .int, "expiredEntries": .int,
         "logicalBytes": .int, "mapSize": .int, "maxMapSize": .int, "occupiedBytes": .int, "usedBytes": .int,
         "maxDiskBytes": .nullable(.int), "path": .string,
+        "sharedTier": .nullable(.object(["bytes": .int, "objects": .int, "prefix": .string, "url": .string])),
     ]
     static let verify: [String: Kind] = [
         "ok": .bool, "entriesChecked": .int, "logSegmentsChecked": .int, "tornLogBytes": .int,
@@ -127,6 +128,10 @@ import Testing
             #expect(validations.count == 2)
             for line in validations { try expect(try document(line), is: .object(Self.validation)) }
             #expect((try document(validations[0]) as? [String: Any])?["trailingBytes"] as? Int == 8)
+            // Bytes that match no signature have no format: null, as import says, not "unknown".
+            let unknown = try #require(try document(validations[1]) as? [String: Any])
+            #expect(unknown["format"] is NSNull, "\(unknown)")
+            #expect(unknown["ok"] as? Bool == false)
             let imported = try AdminBinary.run(["--store", directory + "/s", "import", "--json", tree])
             #expect(imported.status == 65, "\(imported.standardError)")
             let importLines = try lines(imported.standardOutput)

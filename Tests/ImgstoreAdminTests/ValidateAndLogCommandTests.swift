@@ -84,6 +84,30 @@ import Testing
         }
     }
 
+    /// A log damaged before acknowledged records: the writer commands refuse it and name the
+    /// tool's way out, `verify --repair` (never the library's `salvageDamagedLog`), and after the
+    /// repair the store takes writes again.
+    @Test func aDamagedLogNamesVerifyRepairAndTheRepairOpensTheStoreAgain() throws {
+        try withTemporaryDirectory { directory throws in
+            let writer = try ChildProcess.Collecting(ChildProcess.product("imgstore-test-child"), ["put", directory, "5", "sync", "keep-log"])
+            #expect(writer.wait(for: "ready"))
+            _ = writer.kill()
+            // Flip a byte inside the first record's payload; four acknowledged records follow it.
+            try FileCorruption.flipByte(at: 40, in: directory + "/wal-00000000000000000001.log")
+            for command in [["checkpoint"], ["put", "https://x.test/new.png", Fixtures.directory + "/shapes.png"]] {
+                let refused = try ChildProcess.run(admin, ["--store", directory] + command)
+                #expect(refused.status == 74, "\(command): \(refused.standardError)")
+                #expect(refused.standardError.contains("is damaged") && refused.standardError.contains("run imgstore-admin verify --repair"),
+                        "\(command): \(refused.standardError)")
+                #expect(!refused.standardError.contains("salvageDamagedLog") && !refused.standardError.contains("Configuration"))
+            }
+            let repair = try ChildProcess.run(admin, ["--store", directory, "verify", "--repair"])
+            #expect(repair.status == 1, "problems found and repaired: \(repair.output)\(repair.standardError)")
+            let after = try ChildProcess.run(admin, ["--store", directory, "checkpoint"])
+            #expect(after.status == 0, "\(after.standardError)")
+        }
+    }
+
     @Test func writerCommandsFailWhileAnotherProcessWritesButReadsWork() throws {
         try withTemporaryDirectory { directory throws in
             let holder = try ChildProcess.Collecting(ChildProcess.product("imgstore-test-child"), ["hold-writer", directory])

@@ -44,6 +44,35 @@ import Testing
         #expect(object["error"] as? String == "larger than the limit of \(Self.limit) bytes per entry")
     }
 
+    /// How much of an endless stream `validate /dev/stdin` and `put URL -` read, measured: a
+    /// writer counts the bytes the pipe took before the tool went away (EPIPE). That is what the
+    /// tool read plus at most the pipe's 64 KiB buffer and one 4 KiB write: never more than the
+    /// limit plus one byte, and never less (the tool must see that the input is too large).
+    @Test(arguments: [["validate", "/dev/stdin"], ["--store", "STORE", "put", "https://x.test/a.png", "-"]])
+    func anEndlessStreamIsReadToTheLimitPlusOneByteAndNoFurther(arguments: [String]) throws {
+        let python = try #require(Tools.find("python3"), "python3 on PATH (Tools/install-deps.sh)")
+        try withTemporaryDirectory { directory throws in
+            let writer = #"""
+                import os, sys
+                chunk, total = b"\x89PNG\r\n\x1a\n" + bytes(4088), 0
+                try:
+                    while True:
+                        total += os.write(1, chunk)
+                except BrokenPipeError:
+                    pass
+                sys.stderr.write("written=%d\n" % total)
+                """#
+            let script = #""$1" -c "$2" | "$3" "${@:4}" > /dev/null 2>&1; echo "status=${PIPESTATUS[1]}""#
+            let args = arguments.map { $0 == "STORE" ? directory + "/s" : $0 }
+            let result = try ChildProcess.run("/usr/bin/env", ["bash", "-c", script, "bash", python, writer, AdminBinary.path] + args)
+            let written = try #require(result.standardError.split(separator: "\n").last.flatMap { $0.hasPrefix("written=") ? Int($0.dropFirst(8)) : nil },
+                                       "the writer's count: \(result.standardError)")
+            #expect(result.output == (arguments[0] == "validate" ? "status=1\n" : "status=65\n"), "\(result.output)")
+            #expect(written >= Self.limit + 1, "the tool read past the limit to know the input is too large (\(written))")
+            #expect(written <= Self.limit + 1 + (64 << 10) + 4096, "read \(written - Self.limit - 1) bytes past the limit plus one")
+        }
+    }
+
     /// Exactly the limit is read whole and checked as an image; one byte more is refused.
     @Test func aFileOfExactlyTheLimitIsCheckedAndOneMoreByteIsRefused() throws {
         try withTemporaryDirectory { directory throws in

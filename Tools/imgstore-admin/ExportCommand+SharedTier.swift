@@ -47,7 +47,7 @@ extension ExportCommand {
     static func push(_ url: String, from store: ImageStore, to tier: SharedTier) async -> TierOutcome {
         let image: StoredImage?
         do { image = try store.image(for: url) } catch {
-            return .unreadable("cannot read \(url): \(error.description)")
+            return .unreadable("cannot read \(url): \(CommandFailure(storeError: error).message)")
         }
         guard let image, let facts = image.info.facts else { return .leftOut }
         do {

@@ -92,7 +92,7 @@ enum ExportCommand: AdminCommand {
             let image: StoredImage?
             do { image = try store.get(entry.url) } catch {
                 progress.finish()
-                Output.standardError("imgstore-admin export: cannot read \(Describe.escaped(entry.url)): \(Describe.escaped(error.description))\n")
+                Output.standardError("imgstore-admin export: cannot read \(Describe.escaped(entry.url)): \(Describe.escaped(CommandFailure(storeError: error).message))\n")
                 unreadable += 1
                 continue
             }

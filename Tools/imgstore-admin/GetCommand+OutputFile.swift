@@ -18,6 +18,34 @@ extension GetCommand {
         }
     }
 
+    /// Refuses (74) an `-o` target that names a standard descriptor closed when the tool started
+    /// (`get URL -o /dev/stdout >&-`): the `/dev/null` standing in for it would swallow the image
+    /// and the command would succeed. Any spelling counts (`/dev/stdout`, `/dev/fd/1`,
+    /// `/proc/self/fd/1`, a link to one of them); `-o /dev/null` itself is what it says.
+    static func refuseClosedStandardDescriptor(_ target: String) throws(CommandFailure) {
+        for hop in linkChain(target) {
+            guard let descriptor = standardDescriptor(named: hop), Output.wasClosedAtStart(descriptor) else { continue }
+            let name = ["standard input", "standard output", "standard error"][Int(descriptor)]
+            throw CommandFailure(code: .ioError, message: "cannot write \(target): it is \(name), which is closed")
+        }
+    }
+
+    /// The descriptor among 0–2 that `path` names as an entry of this process's descriptor
+    /// directory (`/proc/PID/fd/N` or `/proc/PID/task/TID/fd/N`, by where its directory really
+    /// is: `/dev/fd` and `/proc/self` are links there), or nil.
+    private static func standardDescriptor(named path: String) -> Int32? {
+        let name = path.lastIndex(of: "/").map { path[path.index(after: $0)...] } ?? path[...]
+        guard let descriptor = Int32(name), (0...2).contains(descriptor),
+              let resolved = realpath(parent(of: path), nil) else { return nil }
+        let directory = String(cString: resolved)
+        free(resolved)
+        let process = "/proc/\(getpid())"
+        if directory == process + "/fd" { return descriptor }
+        let parts = directory.split(separator: "/")
+        let isThreads = parts.count == 5 && directory.hasPrefix(process + "/task/") && parts[4] == "fd"
+        return isThreads ? descriptor : nil
+    }
+
     /// Refuses (64) a standard output that is one of the store's files (`get URL >> STORE/data.mdb`:
     /// the shell opened it without truncating it, so refusing still saves the store).
     static func refuseStandardOutputInStore(store: String) throws(CommandFailure) {
@@ -67,17 +95,25 @@ extension GetCommand {
     /// The path `path` ends at once its symbolic links are followed (it may not exist: a
     /// dangling link's target), at most 40 links deep, as the kernel follows them.
     private static func resolvingLinks(_ path: String) -> String {
+        linkChain(path).last ?? path
+    }
+
+    /// `path`, then each path its symbolic links lead to in turn (the last is no link), at most
+    /// 40 links deep, as the kernel follows them.
+    private static func linkChain(_ path: String) -> [String] {
+        var chain = [path]
         var path = path
         for _ in 0..<40 {
             var info = stat()
-            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFLNK else { return path }
+            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFLNK else { return chain }
             var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX))
             let count = buffer.withUnsafeMutableBytes { readlink(path, $0.baseAddress!, $0.count) }
-            guard count > 0 else { return path }
+            guard count > 0 else { return chain }
             let destination = String(decoding: buffer[0..<count], as: UTF8.self)
             path = destination.hasPrefix("/") ? destination : parent(of: path) + "/" + destination
+            chain.append(path)
         }
-        return path
+        return chain
     }
 
     private static func parent(of path: String) -> String {

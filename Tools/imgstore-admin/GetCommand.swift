@@ -24,6 +24,7 @@ enum GetCommand: AdminCommand {
         try context.requireStore()
         if let output {
             try refuseTargetInStore(output, store: context.storePath)
+            try refuseClosedStandardDescriptor(output)
         } else {
             try refuseStandardOutputInStore(store: context.storePath)
         }

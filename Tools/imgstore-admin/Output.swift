@@ -22,7 +22,8 @@ enum Output {
 
     private struct State {
         var failure: Failure?
-        var standardOutputWasClosed = false
+        /// The descriptors among 0–2 that were closed when the tool started (now `/dev/null`).
+        var closedAtStart: Set<Int32> = []
     }
 
     private static let state = Mutex(State())
@@ -31,10 +32,16 @@ enum Output {
     /// the tool opens can become its standard output. Remembers whether standard output was
     /// closed: writing to it is then reported (as `ls >&-` is by other tools), not silently lost.
     static func prepareStandardDescriptors() {
-        let stdoutClosed = fcntl(1, F_GETFD) < 0
-        state.withLock { $0.standardOutputWasClosed = stdoutClosed }
+        let closed = Set((0...2).filter { fcntl($0, F_GETFD) < 0 })
+        state.withLock { $0.closedAtStart = closed }
         // Without /dev/null ImageStore.init refuses to open a store while 0-2 are closed.
         _ = try? StandardDescriptors.reserve(path: "/dev/null")
+    }
+
+    /// Whether `descriptor` (0, 1 or 2) was closed when the tool started: writing to it is an
+    /// error to report, not output for the `/dev/null` now standing in for it.
+    static func wasClosedAtStart(_ descriptor: Int32) -> Bool {
+        state.withLock { $0.closedAtStart.contains(descriptor) }
     }
 
     /// The first failure to write standard output, if any.
@@ -58,7 +65,7 @@ enum Output {
     static func standardOutput(_ bytes: UnsafeRawBufferPointer) {
         state.withLock { state in
             guard state.failure == nil else { return }
-            if state.standardOutputWasClosed {
+            if state.closedAtStart.contains(1) {
                 state.failure = .error("it is closed")
                 return
             }

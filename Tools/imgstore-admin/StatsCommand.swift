@@ -25,7 +25,7 @@ enum StatsCommand: AdminCommand {
 
             With --shared-tier URL, also lists the tier under the prefix (every page: this takes a
             request per 1000 objects) and reports its objects and their bytes: a "shared tier:" line,
-            "sharedTier": {"bytes", "objects", "prefix", "url"} in --json, and the gauges
+            "sharedTier": {"bytes", "objects", "prefix", "url"} in --json (null without it), and the gauges
             imgstore_shared_tier_objects and imgstore_shared_tier_object_bytes (labelled tier="URL",
             prefix="P") with --prometheus. A service exports the tier's counters (hits, misses, PUTs,
             412s, errors by kind, breaker state, queue depth) itself, with
@@ -49,8 +49,8 @@ enum StatsCommand: AdminCommand {
         var mapSize: Int
         var maxMapSize: Int
         @Nullable var maxDiskBytes: Int?
-        /// Present only with --shared-tier.
-        var sharedTier: TierContents?
+        /// Null without --shared-tier.
+        @Nullable var sharedTier: TierContents? = nil
     }
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {

@@ -84,7 +84,9 @@ enum ValidateCommand: AdminCommand {
                     + (notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))")
             } catch {
                 object.error = error.description
-                object.format = ImageValidator.sniff(data).rawValue
+                // Bytes that match no signature have no format: null, as in import's lines.
+                let sniffed = ImageValidator.sniff(data)
+                object.format = sniffed == .unknown ? nil : sniffed.rawValue
                 line = "\(Describe.escaped(path)): invalid: \(error.description)"
             }
         } catch where error.code == .dataError {

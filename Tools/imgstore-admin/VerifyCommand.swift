@@ -106,10 +106,12 @@ enum VerifyCommand: AdminCommand {
 extension VerifyCommand {
     /// A store too damaged to check (a truncated file, a broken tree) is a problem found and
     /// left (4), as fsck reports a file system it cannot check; anything else means the check
-    /// could not run (8).
+    /// could not run (8). The message is the one every command gives (in the tool's terms:
+    /// "stop it first", not the library's "open it read-only").
     static func failure(_ error: ImageStoreError) -> CommandFailure {
-        if case .corruptStore = error { return CommandFailure(code: .verifyProblemsLeft, message: error.description) }
-        return CommandFailure(code: .verifyOperationalError, message: error.description)
+        let message = CommandFailure(storeError: error).message
+        if case .corruptStore = error { return CommandFailure(code: .verifyProblemsLeft, message: message) }
+        return CommandFailure(code: .verifyOperationalError, message: message)
     }
 }
 

@@ -44,15 +44,21 @@ var topLevelHelp: String {
 
     exit status:
       0   success
-      1   not found (get, rm), or an invalid file (validate: not an image, unreadable, over 64 MiB)
-      64  usage error
-      65  bad input data (not an image, too large, malformed URL)
+      1   not found (get, rm; fetch: the origin answered 404 or 410), or an invalid file
+          (validate: not an image, unreadable, over 64 MiB)
+      64  usage error (also a number out of range or not plain decimal)
+      65  bad input data (not an image, too large, malformed URL; fetch: a download that is
+          not an image; warm: a corrupt or invalid object)
       66  no store at the --store path (read commands and rm, checkpoint, compact, expire create none)
-      69  the shared tier is unavailable (unreachable, timed out, 5xx, no such bucket)
-      74  I/O or storage error (cannot open, disk full, corrupt store, standard output not writable)
+      69  the shared tier is unavailable (unreachable, timed out, 5xx, no such bucket), or
+          fetch's origin is (unreachable, past --timeout, 5xx or another unexpected status)
+      74  I/O or storage error (cannot open, disk full, corrupt store, another process writes,
+          standard output not writable)
       77  the shared tier refused the credentials
+    fetch and warm exit with the most severe status among their URLs: 74, 77, 69, 65, 1.
     verify exits as fsck does: 0 no problems, 1 all repaired, 4 problems left,
-      8 operational error, 16 usage error
+      8 operational error, 16 usage error; when its report cannot be written, 8 is added
+      to what it found: 8 clean, 9 all repaired, 12 problems left
     """
 }
 
