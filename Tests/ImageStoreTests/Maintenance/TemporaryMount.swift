@@ -35,15 +35,19 @@ enum TemporaryMount {
         var mountedOnce = false
         defer {
             // A child that another test is spawning holds copies of this process's descriptors
-            // until its exec, which makes umount fail with "target is busy" for a moment: retry.
+            // and mappings until its exec, which makes umount fail with "target is busy". Under
+            // ThreadSanitizer, with other suites spawning children in a loop, that lasted over
+            // the 2 s this once waited (CI, s6f-noim-2): wait up to 30 s, and name the holders
+            // if it is still busy, so a real leak (a store file left open) shows who holds it.
             if mountedOnce {
                 var result: ProcessResult?
-                for _ in 0..<100 {
+                let deadline = Date().addingTimeInterval(30)
+                repeat {
                     result = try? ChildProcess.run(executable("umount")!, [path])
                     if result?.status == 0 { break }
-                    usleep(20_000)
-                }
-                #expect(result?.status == 0, "umount \(path): \(result?.standardError ?? "did not run")")
+                    usleep(50_000)
+                } while Date() < deadline
+                #expect(result?.status == 0, "umount \(path): \(result?.standardError ?? "did not run"); held by: \(holders(of: path))")
             }
         }
         for arguments in steps {
@@ -52,6 +56,22 @@ enum TemporaryMount {
             mountedOnce = true
         }
         try body()
+    }
+
+    /// The processes with a file open or mapped under `path` ("PID COMMAND"), from `/proc`.
+    private static func holders(of path: String) -> [String] {
+        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return processes.filter { $0.allSatisfy(\.isNumber) }.sorted().compactMap { pid in
+            let proc = "/proc/" + pid
+            let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: proc + "/fd")) ?? []
+            let opens = descriptors.contains { fd in
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: proc + "/fd/" + fd))?.hasPrefix(path) == true
+            }
+            let maps = (try? String(contentsOfFile: proc + "/maps", encoding: .utf8))?.contains(path) == true
+            guard opens || maps else { return nil }
+            let command = (try? String(contentsOfFile: proc + "/comm", encoding: .utf8)) ?? "?"
+            return "\(pid) \(command.trimmingCharacters(in: .whitespacesAndNewlines))\(maps ? " (mapped)" : "")"
+        }
     }
 
     struct MountFailure: Error { var message: String }
