@@ -274,29 +274,30 @@ public final class ImageStore: Sendable {
     public func image(for url: String, allowingStale: Bool = false) throws(ImageStoreError) -> StoredImage? {
         try checkOpen()
         let cacheKey = try keys(for: url).cacheKey
-        let now = Self.milliseconds(configuration.clock())  // one clock read per get
+        // One clock read per get, and none on a miss: read when a check first needs the time.
+        var time = ReadClock()
         do {
             switch writes?.index.lookup(cacheKey) ?? .unknown {
             case let .put(record, data):
                 return served(record, data, info: Self.info(record), from: .disk, counted: .pendingLog,
-                              allowingStale: allowingStale, now: now)
+                              allowingStale: allowingStale, now: time.now(of: self))
             case .deleted:
                 counters.count(.miss)
                 return nil
             case .unknown:
                 break
             }
-            if let hit = memory?.entry(cacheKey, at: now) {
+            if let hit = memory?.entry(cacheKey, now: { time.now(of: self) }) {
                 // The hot path: a fresh entry with a fixed expiry (the memory tier drops those once
                 // expired) returns the info built when it was cached; no record copy, no dates.
-                if hit.record.slidingSeconds == 0, !(hit.record.expiresAt.map { $0 <= now } ?? false) {
+                if hit.record.slidingSeconds == 0, hit.record.expiresAt.map({ $0 > time.now(of: self) }) ?? true {
                     counters.count(.memory)
-                    if policy.tracksAccess { maintenance?.tracker.touch(cacheKey, at: now) }
+                    if policy.tracksAccess { maintenance?.tracker.touch(cacheKey, at: time.now(of: self)) }
                     return StoredImage(data: hit.data, info: hit.info, source: .memory)
                 }
-                if allowingStale || !isExpired(hit.record, now: now) {
+                if allowingStale || !isExpired(hit.record, now: time.now(of: self)) {
                     return served(hit.record, hit.data, info: hit.info, from: .memory, counted: .memory,
-                                  allowingStale: allowingStale, now: now)
+                                  allowingStale: allowingStale, now: time.now(of: self))
                 }
             }
             let generation = memory?.currentGeneration ?? 0
@@ -305,9 +306,9 @@ public final class ImageStore: Sendable {
                 counters.count(.miss)
                 return nil
             }
-            if let memory, !isExpired(entry.record, now: now) { memory.fill(entry, readAt: generation) }
+            if let memory, !isExpired(entry.record, now: time.now(of: self)) { memory.fill(entry, readAt: generation) }
             return served(entry.record, entry.data, info: entry.info, from: .disk, counted: .disk,
-                          allowingStale: allowingStale, now: now)
+                          allowingStale: allowingStale, now: time.now(of: self))
         } catch {
             if case .checksumMismatch = error { counters.corruptReads.add(1, ordering: .relaxed) }
             throw error

@@ -110,6 +110,19 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         return finished(result)
     }
 
+    /// `value(forKey:)` with the time supplied by the caller: `now` is called (at most once, inside the shard's lock)
+    /// only when the key's entry has an `expiresAt`, so a miss or a hit on an entry that never expires reads no
+    /// clock. For a caller that may need the same time afterwards and reads it once, lazily. Keep `now` cheap and
+    /// never call back into the cache from it (as ``Configuration/now``).
+    @inlinable
+    public func value(forKey key: Key, now: () -> Int64) -> Value? {
+        let hash = key.hashValue
+        let result = shards[shardIndex(forHash: hash)].withLock {
+            $0.value(forKey: key, hash: hash, now: now)
+        }
+        return finished(result)
+    }
+
     /// A lookup's value, reporting an entry found expired to `onEviction` (outside the shard's lock).
     @inlinable
     func finished(_ result: Lookup<Key, Value>) -> Value? {

@@ -42,6 +42,11 @@ final class MemoryTier: Sendable {
     /// is): one clock read per get, the store's.
     func entry(_ cacheKey: String, at now: Int64) -> Entry? { cache.value(forKey: cacheKey, at: now) }
 
+    /// The entry for `cacheKey`, with `now` (milliseconds of the store's clock) called only when
+    /// the cache holds an entry with an expiry for it, inside the cache's lock: a miss reads no
+    /// clock. The store passes its once-per-get time (`ReadClock`).
+    func entry(_ cacheKey: String, now: () -> Int64) -> Entry? { cache.value(forKey: cacheKey, now: now) }
+
     /// The generation to pass to `fill` after reading LMDB.
     var currentGeneration: UInt64 { publishedGeneration.load(ordering: .acquiring) }
 
