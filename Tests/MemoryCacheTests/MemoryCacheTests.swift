@@ -248,6 +248,28 @@ import Testing
         cache._checkInvariants()
     }
 
+    /// `value(forKey:now:)` asks for the time only for an entry that has an expiry, and honours
+    /// it as `value(forKey:)` honours the configured clock.
+    @Test func suppliedTimeIsAskedForOnlyByAnEntryThatExpires() {
+        let clock = ManualClock()
+        let log = EvictionLog()
+        let cache = makeCache(clock: clock, log: log)
+        cache.set("a", forKey: 1, cost: 1, expiresAt: clock.now + 100)
+        cache.set("b", forKey: 2, cost: 1)
+        var asked = 0
+        #expect(cache.value(forKey: 3, now: { asked += 1; return clock.now }) == nil)  // a miss
+        #expect(cache.value(forKey: 2, now: { asked += 1; return clock.now }) == "b")  // never expires
+        #expect(asked == 0)
+        #expect(cache.value(forKey: 1, now: { asked += 1; return clock.now + 99 }) == "a")
+        #expect(asked == 1)
+        #expect(cache.value(forKey: 1, now: { asked += 1; return clock.now + 100 }) == nil)
+        #expect(asked == 2)
+        #expect(log.all == [.init(key: 1, value: "a", reason: .expired)])
+        let stats = cache.statistics
+        #expect(stats.hits == 2 && stats.misses == 2 && stats.evictions.expired == 1 && stats.count == 1)
+        cache._checkInvariants()
+    }
+
     @Test func settingAnAlreadyExpiredEntryDropsTheOlderValue() {
         let clock = ManualClock()
         let log = EvictionLog()

@@ -99,12 +99,29 @@ package struct URLNormalizer: Sendable {
             index += 1
         }
         guard index > hostStart, index < count else { return false }  // a host, and a path starting with "/"
+        // The path and query, most of a URL's bytes: eight at a time, then the tail one by one.
+        let base = UnsafeRawPointer(bytes.baseAddress!)
+        while index + 8 <= count {
+            if hasPathStopByte(base.loadUnaligned(fromByteOffset: index, as: UInt64.self)) { return false }
+            index += 8
+        }
         while index < count {
             let b = bytes[index]
             if b <= 0x20 || b == 0x7F || b == 0x23 { return false }  // control, space, or a fragment
             index += 1
         }
         return true
+    }
+
+    /// Whether any of the eight bytes in `word` is a control character or space (`<= 0x20`),
+    /// DEL (`0x7F`) or `#` (`0x23`): the bytes that end `isAlreadyNormal`'s path scan. Exact,
+    /// not an estimate: a borrow in these subtractions starts only at a byte that matches, so
+    /// without one no high bit is set (bytes of 0x80 and up are masked by `~word`).
+    private static func hasPathStopByte(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        func hasZeroByte(_ v: UInt64) -> UInt64 { (v &- ones) & ~v & highs }
+        let below21 = (word &- ones &* 0x21) & ~word & highs
+        return below21 | hasZeroByte(word ^ (ones &* 0x7F)) | hasZeroByte(word ^ (ones &* 0x23)) != 0
     }
 
     private static let defaultPorts = ["http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 21]
