@@ -275,29 +275,29 @@ public final class ImageStore: Sendable {
         try checkOpen()
         let cacheKey = try keys(for: url).cacheKey
         // One clock read per get, and none on a miss: read when a check first needs the time.
-        var time = ReadClock()
+        var time = ReadClock(self)
         do {
             switch writes?.index.lookup(cacheKey) ?? .unknown {
             case let .put(record, data):
                 return served(record, data, info: Self.info(record), from: .disk, counted: .pendingLog,
-                              allowingStale: allowingStale, now: time.now(of: self))
+                              allowingStale: allowingStale, now: time.now())
             case .deleted:
                 counters.count(.miss)
                 return nil
             case .unknown:
                 break
             }
-            if let hit = memory?.entry(cacheKey, now: { time.now(of: self) }) {
+            if let hit = memory?.entry(cacheKey, now: { time.now() }) {
                 // The hot path: a fresh entry with a fixed expiry (the memory tier drops those once
                 // expired) returns the info built when it was cached; no record copy, no dates.
-                if hit.record.slidingSeconds == 0, hit.record.expiresAt.map({ $0 > time.now(of: self) }) ?? true {
+                if hit.record.slidingSeconds == 0, hit.record.expiresAt.map({ $0 > time.now() }) ?? true {
                     counters.count(.memory)
-                    if policy.tracksAccess { maintenance?.tracker.touch(cacheKey, at: time.now(of: self)) }
+                    if policy.tracksAccess { maintenance?.tracker.touch(cacheKey, at: time.now()) }
                     return StoredImage(data: hit.data, info: hit.info, source: .memory)
                 }
-                if allowingStale || !isExpired(hit.record, now: time.now(of: self)) {
+                if allowingStale || !isExpired(hit.record, now: time.now()) {
                     return served(hit.record, hit.data, info: hit.info, from: .memory, counted: .memory,
-                                  allowingStale: allowingStale, now: time.now(of: self))
+                                  allowingStale: allowingStale, now: time.now())
                 }
             }
             let generation = memory?.currentGeneration ?? 0
@@ -306,9 +306,9 @@ public final class ImageStore: Sendable {
                 counters.count(.miss)
                 return nil
             }
-            if let memory, !isExpired(entry.record, now: time.now(of: self)) { memory.fill(entry, readAt: generation) }
+            if let memory, !isExpired(entry.record, now: time.now()) { memory.fill(entry, readAt: generation) }
             return served(entry.record, entry.data, info: entry.info, from: .disk, counted: .disk,
-                          allowingStale: allowingStale, now: time.now(of: self))
+                          allowingStale: allowingStale, now: time.now())
         } catch {
             if case .checksumMismatch = error { counters.corruptReads.add(1, ordering: .relaxed) }
             throw error
