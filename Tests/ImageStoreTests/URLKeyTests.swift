@@ -59,6 +59,24 @@ import Testing
         }
     }
 
+    /// The fast path classifies scheme and host bytes by bitmap: every uppercase letter, in the
+    /// scheme or the host, must still be lowercased, and every lowercase letter, digit and the
+    /// other characters allowed there kept as they are.
+    @Test func fastPathLowercasesEveryUppercaseSchemeAndHostLetter() throws {
+        let normalizer = URLNormalizer(maxBytes: 1 << 20)
+        for byte in UInt8(0x21)...0x7E {
+            let c = String(UnicodeScalar(byte))
+            let lower = c.lowercased()
+            let isLetter = (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+            if isLetter || "0123456789-._".contains(c) {
+                #expect(try normalizer.normalize("https://h\(c)x.test/p") == "https://h\(lower)x.test/p")
+            }
+            if isLetter || "0123456789+-.".contains(c) {
+                #expect(try normalizer.normalize("s\(c)s://h.test/p") == "s\(lower)s://h.test/p")
+            }
+        }
+    }
+
     @Test(arguments: ["cdn.example.com/a.png", "https:/a", "https:// a", "https://", "https://host:99999/",
                       "https://host:8x/", "1http://a/", "https://a/b\nc"])
     func malformedURLsAreRejected(input: String) {
