@@ -1,21 +1,24 @@
+import Foundation
+
 /// The time of one read: the store's clock, read at most once, and only when something needs
 /// it (an expiry check, an access time). A miss needs none, and a clock read was about 3% of
 /// one (`imgstore-bench --cases get.miss`, perf).
 ///
 /// Every check of one read sees the same time, as when the clock was read up front.
 struct ReadClock {
-    // Unowned, not retained: the read that makes a ReadClock holds the store for as long as the
-    // clock lives (a local of one call), and a retain here was an atomic write to the store
-    // object's reference count, a line every reading thread shares, on every lookup.
-    private unowned(unsafe) let store: ImageStore
+    // The clock itself, not the store: a closure over the store retained it (an atomic write to
+    // a count every reading thread shares) on every lookup, and reading `configuration.clock`
+    // through an unowned store copied the whole configuration. The default clock captures
+    // nothing, so copying it retains nothing.
+    private let clock: @Sendable () -> Date
     private var milliseconds: Int64?
 
-    init(_ store: ImageStore) { self.store = store }
+    init(_ clock: @escaping @Sendable () -> Date) { self.clock = clock }
 
-    /// Milliseconds of the store's clock, read on the first call.
+    /// Milliseconds of the clock, read on the first call.
     mutating func now() -> Int64 {
         if let milliseconds { return milliseconds }
-        let read = ImageStore.milliseconds(store.configuration.clock())
+        let read = ImageStore.milliseconds(clock())
         milliseconds = read
         return read
     }
