@@ -18,7 +18,7 @@ final class MemoryTier: Sendable {
     /// One cached entry: what the durable tier's read returned (`DecodedEntry`).
     typealias Entry = DecodedEntry
 
-    private let cache: MemoryCache<MemoryKey, Entry>
+    private let cache: MemoryCache<String, Entry>
     /// Bumped by every invalidation; a fill inserts only while holding it (see `fill`).
     private let generation = LockedValue<UInt64>(0)
     /// `generation`'s value, stored under its lock after each bump, so `currentGeneration` (read
@@ -40,12 +40,12 @@ final class MemoryTier: Sendable {
 
     /// The entry for `cacheKey` at `now` (milliseconds of the store's clock, which the cache's
     /// is): one clock read per get, the store's.
-    func entry(_ cacheKey: String, at now: Int64) -> Entry? { cache.value(forKey: MemoryKey(cacheKey), at: now) }
+    func entry(_ cacheKey: String, at now: Int64) -> Entry? { cache.value(forKey: cacheKey, at: now) }
 
     /// The entry for `cacheKey`, with `now` (milliseconds of the store's clock) called only when
     /// the cache holds an entry with an expiry for it, inside the cache's lock: a miss reads no
     /// clock. The store passes its once-per-get time (`ReadClock`).
-    func entry(_ cacheKey: String, now: () -> Int64) -> Entry? { cache.value(forKey: MemoryKey(cacheKey), now: now) }
+    func entry(_ cacheKey: String, now: () -> Int64) -> Entry? { cache.value(forKey: cacheKey, now: now) }
 
     /// The generation to pass to `fill` after reading LMDB.
     var currentGeneration: UInt64 { publishedGeneration.load(ordering: .acquiring) }
@@ -60,11 +60,10 @@ final class MemoryTier: Sendable {
     func fill(_ entry: Entry, readAt generation: UInt64) {
         let cost = entry.data.count
         guard cost > 0 else { return }
-        let key = MemoryKey(entry.record.cacheKey)
         fillHook?(.beforeInsert, entry.record.cacheKey)
         self.generation.withLock { current in
             guard current == generation else { return }  // invalidated while it read LMDB
-            cache.set(entry, forKey: key, cost: cost,
+            cache.set(entry, forKey: entry.record.cacheKey, cost: cost,
                       expiresAt: entry.record.slidingSeconds > 0 ? nil : entry.record.expiresAt)
         }
         fillHook?(.afterInsert, entry.record.cacheKey)
@@ -73,7 +72,7 @@ final class MemoryTier: Sendable {
     /// Drops `cacheKeys` after LMDB changed them.
     func invalidate(_ cacheKeys: some Sequence<String>) {
         bumpGeneration()
-        for key in cacheKeys { cache.removeValue(forKey: MemoryKey(key)) }
+        for key in cacheKeys { cache.removeValue(forKey: key) }
     }
 
     /// Drops everything (after a remove-all).

@@ -67,13 +67,6 @@ enum Checksum {
     /// Bytes per copy-and-hash step of `copyingBlob`: well inside a 512 KiB L2, with room for the source lines.
     static let fusedChunkBytes = 64 << 10
 
-    /// XXH3-64 of a cache key's UTF-8, for the memory tier's table (`MemoryKey`). Keys are short,
-    /// so the plain entry point: the dispatching one only pays off on long inputs.
-    static func shortKey(_ key: String) -> UInt64 {
-        var key = key
-        return key.withUTF8 { XXH3_64bits($0.baseAddress, $0.count) }
-    }
-
     /// XXH3-128 of a cache key: the 16-byte prefix of its entry key.
     static func key(_ key: String) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: StoreFormat.hashByteCount) { buffer, count in

@@ -274,7 +274,7 @@ final class DurableTier: Sendable {
     /// returns another key's entry.
     func locate(_ cacheKey: String, in txn: borrowing Transaction) throws -> (key: [UInt8], record: EntryRecord)? {
         var found: (key: [UInt8], record: EntryRecord)?
-        try locate(cacheKey, in: txn) { key, record in found = (Array(key), record) }
+        _ = try locate(cacheKey, in: txn) { key, record in found = (Array(key), record) }
         return found
     }
 
