@@ -32,6 +32,10 @@ extension ImageStore {
         /// web). Has no effect when `validation` is `.none`.
         public var rejectTrailingBytes = false
         /// The time source; inject a manual one in tests. Default: the system clock.
+        ///
+        /// Read at most once per read, only when the read needs the time (a miss does not), and
+        /// then possibly inside the memory tier's lock: keep it cheap, and never call the store
+        /// from it.
         public var clock: @Sendable () -> Date = { Date() }
         /// Use `MDB_WRITEMAP`. Faster bulk writes, but a full disk on a sparse data file is then
         /// a `SIGBUS` instead of an error; off by default.

@@ -274,47 +274,61 @@ public final class ImageStore: Sendable {
     public func image(for url: String, allowingStale: Bool = false) throws(ImageStoreError) -> StoredImage? {
         try checkOpen()
         let cacheKey = try keys(for: url).cacheKey
-        let now = Self.milliseconds(configuration.clock())  // one clock read per get
-        let found: (EntryRecord, Data)?
-        var source = StoredImage.Source.disk
-        var read = StoreCounters.Read.disk
+        // One clock read per get, and none on a miss: read when a check first needs the time.
+        var time = ReadClock(configuration.clock)
         do {
             switch writes?.index.lookup(cacheKey) ?? .unknown {
-            case let .put(record, data): (found, read) = ((record, data), .pendingLog)
-            case .deleted: found = nil
+            case let .put(record, data):
+                return served(record, data, info: Self.info(record), from: .disk, counted: .pendingLog,
+                              allowingStale: allowingStale, now: time.now())
+            case .deleted:
+                counters.count(.miss)
+                return nil
             case .unknown:
-                let hit = memory?.entry(cacheKey, at: now)
+                break
+            }
+            if let hit = memory?.entry(cacheKey, now: { time.now() }) {
                 // The hot path: a fresh entry with a fixed expiry (the memory tier drops those once
                 // expired) returns the info built when it was cached; no record copy, no dates.
-                if let hit, hit.record.slidingSeconds == 0, !(hit.record.expiresAt.map { $0 <= now } ?? false) {
+                if hit.record.slidingSeconds == 0, hit.record.expiresAt.map({ $0 > time.now() }) ?? true {
                     counters.count(.memory)
-                    if policy.tracksAccess { maintenance?.tracker.touch(cacheKey, at: now) }
+                    if policy.tracksAccess { maintenance?.tracker.touch(cacheKey, at: time.now()) }
                     return StoredImage(data: hit.data, info: hit.info, source: .memory)
                 }
-                if let hit, allowingStale || !isExpired(hit.record, now: now) {
-                    found = (hit.record, hit.data)
-                    (source, read) = (.memory, .memory)
-                } else {
-                    let generation = memory?.currentGeneration ?? 0
-                    found = try tier.get(cacheKey: cacheKey)
-                    if let memory, let (record, data) = found, !isExpired(record, now: now) {
-                        memory.fill(MemoryTier.Entry(record: record, data: data), readAt: generation)
-                    }
+                if allowingStale || !isExpired(hit.record, now: time.now()) {
+                    return served(hit.record, hit.data, info: hit.info, from: .memory, counted: .memory,
+                                  allowingStale: allowingStale, now: time.now())
                 }
             }
+            let generation = memory?.currentGeneration ?? 0
+            // A class reference, nil on a miss: no optional record is copied on the way out.
+            guard let entry = try tier.entry(cacheKey: cacheKey) else {
+                counters.count(.miss)
+                return nil
+            }
+            if let memory, !isExpired(entry.record, now: time.now()) { memory.fill(entry, readAt: generation) }
+            return served(entry.record, entry.data, info: entry.info, from: .disk, counted: .disk,
+                          allowingStale: allowingStale, now: time.now())
         } catch {
             if case .checksumMismatch = error { counters.corruptReads.add(1, ordering: .relaxed) }
             throw error
         }
-        guard let (record, data) = found, allowingStale || !isExpired(record, now: now) else {
+    }
+
+    /// What `image(for:)` returns for an entry found in the log, the memory tier or LMDB, counted
+    /// as `read` (or as a miss when it expired and `allowingStale` is false). `info` is
+    /// `Self.info(record)`; its expiry is replaced by the effective one (sliding entries).
+    private func served(_ record: EntryRecord, _ data: Data, info: EntryInfo, from source: StoredImage.Source,
+                        counted read: StoreCounters.Read, allowingStale: Bool, now: Int64) -> StoredImage? {
+        let stale = isExpired(record, now: now)
+        guard allowingStale || !stale else {
             counters.count(.miss)
             return nil
         }
         counters.count(read)
-        let stale = isExpired(record, now: now)
         if stale { counters.count(.stale) }
-        if !stale && policy.tracksAccess { maintenance?.tracker.touch(cacheKey, at: now) }
-        var info = Self.info(record)
+        if !stale && policy.tracksAccess { maintenance?.tracker.touch(record.cacheKey, at: now) }
+        var info = info
         if let expiresAt = effectiveExpiry(record) { info.expiresAt = Self.date(expiresAt) }
         return StoredImage(data: data, info: info, isStale: stale, source: source)
     }

@@ -77,6 +77,17 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         Int(truncatingIfNeeded: (UInt64(truncatingIfNeeded: hash) &* 0x9E37_79B9_7F4A_7C15) >> shardShift)
     }
 
+    /// Runs `body` with the state of the shard that owns `hash` locked.
+    ///
+    /// The shard is not retained: `shards` is a `let` that holds every shard for the cache's life, and `self` is
+    /// alive for the call. A retain here was an atomic write to the shard object's reference count, a line that every
+    /// thread using that shard shares, on every operation.
+    @inlinable
+    func withShard<R>(forHash hash: Int, _ body: (inout ShardState<Key, Value>) -> R) -> R {
+        // `_withUnsafeGuaranteedRef`: a method call through `unowned(unsafe)` still retained it.
+        Unmanaged.passUnretained(shards[shardIndex(forHash: hash)])._withUnsafeGuaranteedRef { $0.withLock(body) }
+    }
+
     // MARK: - Reading
 
     /// The value for `key`, or `nil`. A hit counts as a use; an entry whose `expiresAt` has passed is removed (reason
@@ -93,7 +104,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         // The clock is read through `self` only for entries that can expire, by a closure made inside the locked
         // body: a closure made out here and handed in (a `lookUp(_:now:)` taking it) costs two threads hitting
         // the same keys a third of their rate (measured: 10.5 M/s → 7 M/s, `imgstore-bench --cases memory.get-hit`).
-        let result = shards[shardIndex(forHash: hash)].withLock {
+        let result = withShard(forHash: hash) {
             $0.value(forKey: key, hash: hash, now: { self.now() })
         }
         return finished(result)
@@ -104,8 +115,21 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @inlinable
     public func value(forKey key: Key, at now: Int64) -> Value? {
         let hash = key.hashValue
-        let result = shards[shardIndex(forHash: hash)].withLock {
+        let result = withShard(forHash: hash) {
             $0.value(forKey: key, hash: hash, now: { now })
+        }
+        return finished(result)
+    }
+
+    /// `value(forKey:)` with the time supplied by the caller: `now` is called (at most once, inside the shard's lock)
+    /// only when the key's entry has an `expiresAt`, so a miss or a hit on an entry that never expires reads no
+    /// clock. For a caller that may need the same time afterwards and reads it once, lazily. Keep `now` cheap and
+    /// never call back into the cache from it (as ``Configuration/now``).
+    @inlinable
+    public func value(forKey key: Key, now: () -> Int64) -> Value? {
+        let hash = key.hashValue
+        let result = withShard(forHash: hash) {
+            $0.value(forKey: key, hash: hash, now: now)
         }
         return finished(result)
     }
@@ -164,7 +188,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         let now = expiresAt == nil ? nil : self.now()
         let collect = onEviction != nil
         let hash = key.hashValue
-        let evicted = shards[shardIndex(forHash: hash)].withLock {
+        let evicted = withShard(forHash: hash) {
             var evicted: [Eviction<Key, Value>] = []
             $0.set(
                 value, forKey: key, hash: hash, cost: cost, expiresAt: expiresAt ?? .max, now: now,
@@ -178,7 +202,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @inlinable @discardableResult
     public func removeValue(forKey key: Key) -> Value? {
         let hash = key.hashValue
-        let removed = shards[shardIndex(forHash: hash)].withLock { $0.removeValue(forKey: key, hash: hash) }
+        let removed = withShard(forHash: hash) { $0.removeValue(forKey: key, hash: hash) }
         if let removed, let onEviction { onEviction(key, removed, .removed) }
         return removed
     }

@@ -35,6 +35,48 @@ import Testing
         #expect(try normalizer.normalize(once) == once)
     }
 
+    /// The fast path scans the path eight bytes at a time: a fragment, a space, DEL or a control
+    /// character at any offset of a path of any length must still take the full path (the
+    /// fragment dropped, the others rejected), and a path without one is returned as it is.
+    @Test func fastPathSeesAStopByteAtEveryOffset() throws {
+        let normalizer = URLNormalizer(maxBytes: 1 << 20)
+        for length in 1...40 {
+            let path = "/" + String(repeating: "a", count: length - 1)
+            #expect(try normalizer.normalize("https://h.test" + path) == "https://h.test" + path)
+            for offset in 1..<length {
+                let chars = Array(path)
+                let before = String(chars[..<offset]), after = String(chars[(offset + 1)...])
+                #expect(try normalizer.normalize("https://h.test" + before + "#" + after) == "https://h.test" + before)
+                for stop in ["\u{20}", "\u{7F}", "\u{01}", "\u{1F}"] {
+                    #expect(throws: ImageStoreError.self) { try normalizer.normalize("https://h.test" + before + stop + after) }
+                }
+                // Neighbours of the stop bytes, and bytes of 0x80 and up, pass.
+                for fine in ["!", "$", "~", "\u{80}", "é"] {
+                    let url = "https://h.test" + before + fine + after
+                    #expect(try normalizer.normalize(url) == url)
+                }
+            }
+        }
+    }
+
+    /// The fast path classifies scheme and host bytes by bitmap: every uppercase letter, in the
+    /// scheme or the host, must still be lowercased, and every lowercase letter, digit and the
+    /// other characters allowed there kept as they are.
+    @Test func fastPathLowercasesEveryUppercaseSchemeAndHostLetter() throws {
+        let normalizer = URLNormalizer(maxBytes: 1 << 20)
+        for byte in UInt8(0x21)...0x7E {
+            let c = String(UnicodeScalar(byte))
+            let lower = c.lowercased()
+            let isLetter = (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+            if isLetter || "0123456789-._".contains(c) {
+                #expect(try normalizer.normalize("https://h\(c)x.test/p") == "https://h\(lower)x.test/p")
+            }
+            if isLetter || "0123456789+-.".contains(c) {
+                #expect(try normalizer.normalize("s\(c)s://h.test/p") == "s\(lower)s://h.test/p")
+            }
+        }
+    }
+
     @Test(arguments: ["cdn.example.com/a.png", "https:/a", "https:// a", "https://", "https://host:99999/",
                       "https://host:8x/", "1http://a/", "https://a/b\nc"])
     func malformedURLsAreRejected(input: String) {

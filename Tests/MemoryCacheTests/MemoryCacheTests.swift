@@ -231,20 +231,31 @@ import Testing
 }
 
 @Suite struct ExpiryTests {
-    @Test func expiredEntryIsAbsentAndReported() {
+    /// An entry is gone from its `expiresAt` on, by the configured clock (`value(forKey:)`) or by the time a caller
+    /// supplies (`value(forKey:now:)`), which is asked for only by an entry that has an expiry: a miss or an entry
+    /// that never expires reads no clock.
+    @Test(arguments: [false, true])
+    func expiredEntryIsAbsentAndReported(suppliedTime: Bool) {
         let clock = ManualClock()
         let log = EvictionLog()
         let cache = makeCache(clock: clock, log: log)
+        var asked = 0
+        func value(_ key: Int) -> String? {
+            guard suppliedTime else { return cache.value(forKey: key) }
+            return cache.value(forKey: key, now: { asked += 1; return clock.now })
+        }
         cache.set("a", forKey: 1, cost: 1, expiresAt: clock.now + 100)
         cache.set("b", forKey: 2, cost: 1)
         clock.advance(by: 99)
-        #expect(cache.value(forKey: 1) == "a")
+        #expect(value(1) == "a")
         clock.advance(by: 1)
-        #expect(cache.value(forKey: 1) == nil)
-        #expect(cache.value(forKey: 2) == "b")
+        #expect(value(1) == nil)
+        #expect(value(2) == "b")
+        #expect(value(3) == nil)
+        #expect(asked == (suppliedTime ? 2 : 0))
         #expect(log.all == [.init(key: 1, value: "a", reason: .expired)])
         let stats = cache.statistics
-        #expect(stats.hits == 2 && stats.misses == 1 && stats.evictions.expired == 1 && stats.count == 1)
+        #expect(stats.hits == 2 && stats.misses == 2 && stats.evictions.expired == 1 && stats.count == 1)
         cache._checkInvariants()
     }
 

@@ -15,22 +15,8 @@ import Synchronization
 /// Until the log applier reaches LMDB, the pending index (consulted first) shadows the memory
 /// tier.
 final class MemoryTier: Sendable {
-    /// One cached entry, immutable, with what a hit returns built at fill time.
-    ///
-    /// A class: a hit copies one reference out of the cache's lock (one retain), not a record
-    /// whose strings and `Data` would each be retained, on objects every reading thread shares.
-    final class Entry: Sendable {
-        let record: EntryRecord
-        let data: Data
-        /// `ImageStore.info(record)`, made once: what a hit on a fixed-expiry entry returns.
-        let info: EntryInfo
-
-        init(record: EntryRecord, data: Data) {
-            self.record = record
-            self.data = data
-            self.info = ImageStore.info(record)
-        }
-    }
+    /// One cached entry: what the durable tier's read returned (`DecodedEntry`).
+    typealias Entry = DecodedEntry
 
     private let cache: MemoryCache<String, Entry>
     /// Bumped by every invalidation; a fill inserts only while holding it (see `fill`).
@@ -55,6 +41,11 @@ final class MemoryTier: Sendable {
     /// The entry for `cacheKey` at `now` (milliseconds of the store's clock, which the cache's
     /// is): one clock read per get, the store's.
     func entry(_ cacheKey: String, at now: Int64) -> Entry? { cache.value(forKey: cacheKey, at: now) }
+
+    /// The entry for `cacheKey`, with `now` (milliseconds of the store's clock) called only when
+    /// the cache holds an entry with an expiry for it, inside the cache's lock: a miss reads no
+    /// clock. The store passes its once-per-get time (`ReadClock`).
+    func entry(_ cacheKey: String, now: () -> Int64) -> Entry? { cache.value(forKey: cacheKey, now: now) }
 
     /// The generation to pass to `fill` after reading LMDB.
     var currentGeneration: UInt64 { publishedGeneration.load(ordering: .acquiring) }

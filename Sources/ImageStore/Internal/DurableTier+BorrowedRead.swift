@@ -15,38 +15,45 @@ extension DurableTier {
     func withBlob<R>(cacheKey: String,
                      _ body: (EntryRecord, UnsafeRawBufferPointer) throws(ImageStoreError) -> R) throws(ImageStoreError) -> R? {
         try reading("reading an entry") { txn in
-            guard let (record, blob) = try locateBlob(cacheKey, in: txn) else { return nil }
-            try verify(record, blob: blob, checksum: Checksum.blob(blob))
-            return try body(record, blob)
+            var result: R?
+            try locateBlob(cacheKey, in: txn) { record, blob in
+                try verify(record, blob: blob, checksum: Checksum.blob(blob))
+                result = try body(record, blob)
+            }
+            return result
         }
     }
 
-    /// The record and a copy of the bytes stored for `cacheKey`, verified against the record's
-    /// checksum; the copy and the checksum are one pass over the mapped bytes
+    /// The entry stored for `cacheKey` with a copy of its bytes, verified against the record's
+    /// checksum, or nil; the copy and the checksum are one pass over the mapped bytes
     /// (`Checksum.copyingBlob`).
     /// - Throws: `checksumMismatch` when the bytes are corrupt (they are not returned);
     ///   `corruptStore` for an entry without bytes or a damaged tree.
-    func get(cacheKey: String) throws(ImageStoreError) -> (EntryRecord, Data)? {
-        // The result goes out through `found`, not as the read's (generic, unspecialised across
-        // modules) result: copying a large optional tuple through value witnesses (memmove)
-        // took about 6% of a miss in the profile.
-        var found: (EntryRecord, Data)?
+    func entry(cacheKey: String) throws(ImageStoreError) -> DecodedEntry? {
+        // The result goes out through `found`, a class reference (nil on a miss), not as the
+        // read's (generic, unspecialised across modules) result or as an optional tuple: copying
+        // a large optional through value witnesses (memmove) took about 10% of a miss.
+        var found: DecodedEntry?
         try reading("reading an entry") { txn in
-            guard let (record, blob) = try locateBlob(cacheKey, in: txn) else { return }
-            let (copy, checksum) = Checksum.copyingBlob(blob)
-            try verify(record, blob: blob, checksum: checksum)
-            found = (record, copy)
+            try locateBlob(cacheKey, in: txn) { record, blob in
+                let (copy, checksum) = Checksum.copyingBlob(blob)
+                try verify(record, blob: blob, checksum: checksum)
+                found = DecodedEntry(record: record, data: copy)
+            }
         }
         return found
     }
 
-    /// The record for `cacheKey` and its bytes as mapped, or nil when there is no entry.
-    private func locateBlob(_ cacheKey: String, in txn: borrowing Transaction) throws -> (EntryRecord, UnsafeRawBufferPointer)? {
-        guard let (key, record) = try locate(cacheKey, in: txn) else { return nil }
-        guard let blob = try txn.get(blobs, key: key) else {
-            throw ImageStoreError.corruptStore(path: path, detail: "the entry for \(record.url) has no image bytes")
+    /// Calls `body` with the record for `cacheKey` and its bytes as mapped, unverified, inside
+    /// `txn`; does nothing when there is no entry.
+    private func locateBlob(_ cacheKey: String, in txn: borrowing Transaction,
+                            _ body: (EntryRecord, UnsafeRawBufferPointer) throws -> Void) throws {
+        _ = try locate(cacheKey, in: txn) { key, record in
+            guard let blob = try txn.get(blobs, key: key) else {
+                throw ImageStoreError.corruptStore(path: path, detail: "the entry for \(record.url) has no image bytes")
+            }
+            try body(record, blob)
         }
-        return (record, blob)
     }
 
     /// Throws `checksumMismatch` unless `blob` has the record's size and `checksum` is the record's.

@@ -274,6 +274,19 @@ final class DurableTier: Sendable {
     /// returns another key's entry.
     func locate(_ cacheKey: String, in txn: borrowing Transaction) throws -> (key: [UInt8], record: EntryRecord)? {
         var found: (key: [UInt8], record: EntryRecord)?
+        _ = try locate(cacheKey, in: txn) { key, record in found = (Array(key), record) }
+        return found
+    }
+
+    /// Calls `body` with the slot key holding `cacheKey` and its record, found as
+    /// `locate(_:in:)` finds them; false (and `body` is not called) when there is none.
+    ///
+    /// The key points into the map and is valid only while `body` runs. A closure rather than
+    /// a returned optional: a miss then moves no optional record (the profile of `get.miss`
+    /// showed those copies, through outlined value witnesses, as memmove).
+    func locate(_ cacheKey: String, in txn: borrowing Transaction,
+                then body: (_ key: UnsafeRawBufferPointer, _ record: EntryRecord) throws -> Void) throws -> Bool {
+        var found = false
         // The first collision slot's key, the hash and two zero bytes, on the stack: a miss allocates nothing.
         try withKeyHash(cacheKey) { start in
             let hash = UnsafeRawBufferPointer(rebasing: start[..<StoreFormat.hashByteCount])
@@ -282,11 +295,10 @@ final class DurableTier: Sendable {
                 guard let record = EntryRecord(decoding: value) else {
                     throw ImageStoreError.corruptStore(path: path, detail: "an entry record is malformed (key \(Self.hex(key)))")
                 }
-                if record.cacheKey == cacheKey {
-                    found = (Array(key), record)
-                    return false
-                }
-                return true
+                guard record.cacheKey == cacheKey else { return true }
+                found = true
+                try body(key, record)
+                return false
             }
         }
         return found

@@ -86,25 +86,53 @@ package struct URLNormalizer: Sendable {
         let count = bytes.count
         guard count > 0, bytes[0] >= 0x61, bytes[0] <= 0x7A else { return false }
         while index < count, bytes[index] != 0x3A {  // scheme up to ":"
-            let b = bytes[index]
-            guard (b >= 0x61 && b <= 0x7A) || isDigit(b) || b == 0x2B || b == 0x2D || b == 0x2E else { return false }
+            guard isMember(bytes[index], low: schemeLow, high: schemeHigh) else { return false }
             index += 1
         }
         guard index + 3 < count, bytes[index + 1] == 0x2F, bytes[index + 2] == 0x2F else { return false }
         index += 3
         let hostStart = index
         while index < count, bytes[index] != 0x2F {  // authority up to "/": only lowercase host characters
-            let b = bytes[index]
-            guard (b >= 0x61 && b <= 0x7A) || isDigit(b) || b == 0x2D || b == 0x2E || b == 0x5F else { return false }
+            guard isMember(bytes[index], low: hostLow, high: hostHigh) else { return false }
             index += 1
         }
         guard index > hostStart, index < count else { return false }  // a host, and a path starting with "/"
+        // The path and query, most of a URL's bytes: eight at a time, then the tail one by one.
+        let base = UnsafeRawPointer(bytes.baseAddress!)
+        while index + 8 <= count {
+            if hasPathStopByte(base.loadUnaligned(fromByteOffset: index, as: UInt64.self)) { return false }
+            index += 8
+        }
         while index < count {
             let b = bytes[index]
             if b <= 0x20 || b == 0x7F || b == 0x23 { return false }  // control, space, or a fragment
             index += 1
         }
         return true
+    }
+
+    // The fast path's byte sets as bitmaps, bit b of `…Low` for byte b below 64 and bit b - 64
+    // of `…High` for bytes 64 to 127: a lowercase scheme (`a-z 0-9 + - .`) and a lowercase host
+    // (`a-z 0-9 - . _`).
+    private static let schemeLow: UInt64 = 0x03FF_6800_0000_0000, schemeHigh: UInt64 = 0x07FF_FFFE_0000_0000
+    private static let hostLow: UInt64 = 0x03FF_6000_0000_0000, hostHigh: UInt64 = 0x07FF_FFFE_8000_0000
+
+    /// Whether ASCII byte `b` is in the set `low` and `high` describe: one shift and test where
+    /// a chain of comparisons branched on every byte.
+    @inline(__always)
+    private static func isMember(_ b: UInt8, low: UInt64, high: UInt64) -> Bool {
+        b < 128 && ((b < 64 ? low : high) >> UInt64(b & 63)) & 1 != 0
+    }
+
+    /// Whether any of the eight bytes in `word` is a control character or space (`<= 0x20`),
+    /// DEL (`0x7F`) or `#` (`0x23`): the bytes that end `isAlreadyNormal`'s path scan. Exact,
+    /// not an estimate: a borrow in these subtractions starts only at a byte that matches, so
+    /// without one no high bit is set (bytes of 0x80 and up are masked by `~word`).
+    private static func hasPathStopByte(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        func hasZeroByte(_ v: UInt64) -> UInt64 { (v &- ones) & ~v & highs }
+        let below21 = (word &- ones &* 0x21) & ~word & highs
+        return below21 | hasZeroByte(word ^ (ones &* 0x7F)) | hasZeroByte(word ^ (ones &* 0x23)) != 0
     }
 
     private static let defaultPorts = ["http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 21]

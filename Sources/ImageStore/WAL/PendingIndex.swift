@@ -51,9 +51,16 @@ final class PendingIndex: Sendable {
         }
     }
 
+    /// The newest pending change to `cacheKey`. Inlined, so that an idle log (the common case)
+    /// costs the read path one atomic load and no `Lookup` (a large enum) is moved.
+    @inline(__always)
     func lookup(_ cacheKey: String) -> Lookup {
         if isEmpty.load(ordering: .acquiring) { return .unknown }
-        return state.withLock { state in
+        return lockedLookup(cacheKey)
+    }
+
+    private func lockedLookup(_ cacheKey: String) -> Lookup {
+        state.withLock { state in
             if let change = state.changes[cacheKey] {
                 if let (record, data) = change.put { return .put(record, data) }
                 return .deleted
