@@ -47,7 +47,7 @@ extension ImageStore {
         /// The memory tier's entry limit; 0 for none. Default 10 000.
         public var memoryCountLimit: Int = 10_000
         /// Images larger than this are never kept in memory, so one huge image cannot flush the
-        /// rest. Default 4 MiB.
+        /// rest; 0 keeps none (the memory tier is off). Default 4 MiB.
         public var memoryMaxEntryBytes: Int = 4 << 20
 
         /// How long an entry put with `.storeDefault` lives: `.never`, or `.after` a duration from

@@ -49,6 +49,7 @@ public final class ImageStore: Sendable {
     ///   configuration field out of range), `storage` (a closed descriptor 0-2 cannot be filled).
     public init(path: String, configuration: Configuration = .init()) throws(ImageStoreError) {
         try configuration.validate()
+        let memory = try MemoryTier(configuration)  // before anything is created or registered
         counters = StoreCounters(eventHandler: configuration.eventHandler, clock: configuration.clock)
         try StandardDescriptors.reserve(path: path)
         if configuration.readOnly {
@@ -66,7 +67,6 @@ public final class ImageStore: Sendable {
         guard Self.openStores.withLock({ $0.insert(identity).inserted }) else { throw .alreadyOpen(path: path) }
         policy = ExpiryPolicy(configuration)
         let clock = configuration.clock
-        let memory = MemoryTier(configuration)
         self.memory = memory
         do {
             let writerLock: WriterLock?

@@ -67,15 +67,22 @@ package final class Environment: Sendable {
     static func keptReaders(maxReaders: UInt32) -> Int { min(8, Int(maxReaders) / 16) }
 
     deinit {
-        // Closed under the registry lock so a concurrent `open` of the same directory
-        // cannot create its environment before this one has released LMDB's locks.
+        if let hook = Environment.closingHookForTesting.withLock({ $0 }) { hook(path) }
+        // Closed under the registry lock, and the entry removed only then: an `open` of the
+        // same directory that finds the entry with no environment (this one, being released)
+        // waits for that (see `open`), so it never makes a second environment while this one
+        // still holds LMDB's locks and reader slots.
         Environment.registry.withLock { open in
-            if open[identity]?.environment == nil { open[identity] = nil }
             readers.drain()  // LMDB closes an environment only with every transaction ended
             if let storedHandle { mdb_env_close(storedHandle) }
             lockFile?.close()  // after mdb_env_close: closing it earlier would drop LMDB's lock
+            if open[identity]?.environment == nil { open[identity] = nil }
         }
     }
+
+    /// Called with the directory at the start of every environment's `deinit`, before it
+    /// closes: a test holds a release there to open the same directory meanwhile.
+    package static let closingHookForTesting = LockedValue<(@Sendable (String) -> Void)?>(nil)
 
     /// The open `MDB_env*`.
     /// - Throws: `LMDBError.lost` once a reopen failed, instead of using a freed environment.
@@ -91,14 +98,27 @@ package final class Environment: Sendable {
     /// Clears reader slots left by dead processes (`mdb_reader_check`).
     /// - Throws: `LMDBError`: `ENOENT`/`ENOTDIR` for a bad path, `EACCES`, `.invalid` when
     ///   `data.mdb` is not an LMDB file, `.versionMismatch`, `.corrupted`.
+    ///
+    /// Invariant: this process has at most one environment open per directory. LMDB requires
+    /// it: closing an environment frees every reader slot of the process in `lock.mdb` and
+    /// drops the process's `fcntl` locks on the file, so a second environment would lose its
+    /// own (seen as `MDB_BAD_RSLOT`). An entry whose environment reads nil is one being
+    /// released, whose `deinit` is about to close it and remove the entry: the open waits.
     package static func open(path: String, options: EnvironmentOptions = .init()) throws(LMDBError) -> Environment {
         guard let identity = FileIdentity(path: path) else { throw LMDBError(code: errno) }
         Transaction.installFaultGuard()
-        return try registry.withLock { (open: inout [FileIdentity: WeakEnvironment]) throws(LMDBError) -> Environment in
-            if let existing = open[identity]?.environment, existing.holdsDataFile(at: path) { return existing }
-            let environment = try makeEnvironment(path: path, options: options, identity: identity)
-            open[identity] = WeakEnvironment(environment: environment)
-            return environment
+        while true {
+            let opened = try registry.withLock { (open: inout [FileIdentity: WeakEnvironment]) throws(LMDBError) -> Environment? in
+                if let entry = open[identity] {
+                    guard let existing = entry.environment else { return nil }  // closing: wait for it
+                    if existing.holdsDataFile(at: path) { return existing }
+                }
+                let environment = try makeEnvironment(path: path, options: options, identity: identity)
+                open[identity] = WeakEnvironment(environment: environment)
+                return environment
+            }
+            if let opened { return opened }
+            usleep(1_000)  // a deinit in progress: it needs the registry's lock, then removes the entry
         }
     }
 

@@ -66,11 +66,31 @@ extension MemoryCache {
             self.onEviction = onEviction
         }
 
-        /// The shard count actually used (a power of two in 1...64).
+        /// Throws ``MemoryCacheError/invalidArgument(name:value:expected:)`` naming the first field out of range:
+        /// a negative ``countLimit`` or ``totalCostLimit``, a ``maxEntryCost`` below 1, a ``shardCount`` below 1.
+        /// ``MemoryCache/init(configuration:)`` calls it; every value it accepts, up to `Int.max`, is usable.
+        public func validate() throws(MemoryCacheError) {
+            guard countLimit >= 0 else {
+                throw .invalidArgument(name: "Configuration.countLimit", value: countLimit, expected: "at least 0 (0 = unlimited)")
+            }
+            guard totalCostLimit >= 0 else {
+                throw .invalidArgument(name: "Configuration.totalCostLimit", value: totalCostLimit,
+                                       expected: "at least 0 (0 = unlimited)")
+            }
+            if let maxEntryCost, maxEntryCost < 1 {
+                throw .invalidArgument(name: "Configuration.maxEntryCost", value: maxEntryCost, expected: "at least 1, or nil")
+            }
+            if let shardCount, shardCount < 1 {
+                throw .invalidArgument(name: "Configuration.shardCount", value: shardCount, expected: "at least 1, or nil")
+            }
+        }
+
+        /// The shard count actually used (a power of two in 1...64). For a configuration that ``validate()``
+        /// refuses, the count its out-of-range fields would get if they were 0 (limits) or 1 (`shardCount`).
         public var effectiveShardCount: Int {
-            precondition(countLimit >= 0 && totalCostLimit >= 0, "MemoryCache limits must be >= 0 (0 = unlimited)")
+            let countLimit = max(countLimit, 0)
+            let totalCostLimit = max(totalCostLimit, 0)
             if let requested = shardCount {
-                precondition(requested >= 1, "MemoryCache.Configuration.shardCount must be >= 1")
                 var n = 1
                 while n < requested && n < 64 { n <<= 1 }
                 return n
@@ -79,7 +99,7 @@ extension MemoryCache {
             while n > 1 {
                 let countTooSmall = countLimit > 0 && countLimit / n < 64
                 let costTooSmall = totalCostLimit > 0 && totalCostLimit / n < 1024
-                let capTooSmall = totalCostLimit > 0 && (maxEntryCost.map { totalCostLimit / n < 4 * $0 } ?? false)
+                let capTooSmall = totalCostLimit > 0 && (maxEntryCost.map { totalCostLimit / n / 4 < $0 } ?? false)  // `< 4 × cap`, without overflow
                 if !(countTooSmall || costTooSmall || capTooSmall) { break }
                 n >>= 1
             }
@@ -190,5 +210,19 @@ public struct MemoryCacheStatistics: Sendable, Hashable {
         for reason in MemoryCacheEvictionReason.allCases { lhs.evictions[reason] += rhs.evictions[reason] }
         lhs.count += rhs.count
         lhs.totalCost += rhs.totalCost
+    }
+}
+
+/// A number given to a ``MemoryCache`` outside its range. The cache is left as it was.
+public enum MemoryCacheError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// `name` (a ``MemoryCache/Configuration`` field, as `Configuration.countLimit`, or a parameter, as `cost`) was
+    /// given `value`; `expected` says what it must be.
+    case invalidArgument(name: String, value: Int, expected: String)
+
+    /// One line naming the argument, its value and its range.
+    public var description: String {
+        switch self {
+        case let .invalidArgument(name, value, expected): "MemoryCache: \(name) is \(value); it must be \(expected)"
+        }
     }
 }

@@ -10,7 +10,7 @@ import Synchronization
 /// - evicts in a defined order, per shard: W-TinyLFU by default (``MemoryCachePolicy/tinyLFU``: recency *and* frequency, the
 ///   policy of Caffeine, with hits applied lazily as CLOCK's second chance, see ``value(forKey:)``), or exact LRU
 ///   (``MemoryCachePolicy/lru``). With `shardCount: 1` the order is over all keys;
-/// - requires a positive cost for every entry and refuses entries above the per-entry cap;
+/// - requires a positive cost for every entry (a typed error otherwise) and refuses entries above the per-entry cap;
 /// - never returns an entry whose `expiresAt` has passed;
 /// - does get, set and remove in O(1) (amortised, for the frequency sketch's ageing).
 ///
@@ -39,18 +39,28 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @usableFromInline let now: @Sendable () -> Int64
     @usableFromInline let onEviction: (@Sendable (Key, Value, EvictionReason) -> Void)?
 
-    /// Creates an empty cache.
-    ///
-    /// Traps if a limit is negative or `maxEntryCost` is not positive (programmer errors).
-    public init(configuration: Configuration = .init()) {
-        if let cap = configuration.maxEntryCost { precondition(cap > 0, "MemoryCache maxEntryCost must be > 0") }
+    /// Creates an empty cache with `configuration`'s limits.
+    /// - Throws: ``MemoryCacheError/invalidArgument(name:value:expected:)`` for a field out of range (see
+    ///   ``Configuration/validate()``).
+    public convenience init(configuration: Configuration) throws(MemoryCacheError) {
+        try configuration.validate()
+        self.init(validated: configuration)
+    }
+
+    /// Creates an empty cache with the default configuration (unlimited count, 64 MiB of cost), which is always valid.
+    public convenience init() {
+        self.init(validated: Configuration())
+    }
+
+    /// Invariant: `configuration.validate()` accepts `configuration`.
+    private init(validated configuration: Configuration) {
         let n = configuration.effectiveShardCount
         self.configuration = configuration
         self.now = configuration.now
         self.onEviction = configuration.onEviction
         self.shardShift = UInt64(64 - n.trailingZeroBitCount)
         let counts = Self.split(configuration.countLimit, into: n)
-        let costs = Self.split(configuration.totalCostLimit, into: n)
+        let costs = Self.split(configuration.totalCostLimit, into: n).map { min($0, Self.largestShardCost) }
         let cap = configuration.maxEntryCost ?? .max
         self.shards = ContiguousArray(
             (0..<n).map {
@@ -60,6 +70,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
                         policy: configuration.policy))
             })
     }
+
+    /// The most cost one shard holds, however large (or unlimited) the configured limit: about 7 × 10¹⁶, so a
+    /// shard's total plus one more entry, and the sum over 64 shards, never overflow `Int`. An entry costing more is
+    /// refused as over the cap (reason ``MemoryCacheEvictionReason/costCap``).
+    public static var largestShardCost: Int { Int.max / 128 }
 
     /// `limit` divided into `n` shares that sum to it (the first shards take the remainder); `0` (unlimited) becomes
     /// `Int.max` for every shard.
@@ -180,11 +195,13 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// after ``Configuration/now`` (reason ``MemoryCacheEvictionReason/expired``).
     ///
     /// - Parameters:
-    ///   - cost: the entry's cost, for images their byte count. Must be > 0: a cost is never silently zero (traps).
+    ///   - cost: the entry's cost, for images their byte count; at least 1, so a cost is never silently zero.
     ///   - expiresAt: milliseconds since the Unix epoch after which the entry is never returned; `nil` = never.
+    /// - Throws: ``MemoryCacheError/invalidArgument(name:value:expected:)`` (`cost`) for a cost below 1; the cache is
+    ///   unchanged, and an older value under `key` stays.
     @inlinable
-    public func set(_ value: Value, forKey key: Key, cost: Int, expiresAt: Int64? = nil) {
-        precondition(cost > 0, "MemoryCache.set: cost must be > 0 (for image bytes, their byte count)")
+    public func set(_ value: Value, forKey key: Key, cost: Int, expiresAt: Int64? = nil) throws(MemoryCacheError) {
+        guard cost > 0 else { throw .invalidArgument(name: "cost", value: cost, expected: "at least 1") }
         let now = expiresAt == nil ? nil : self.now()
         let collect = onEviction != nil
         let hash = key.hashValue
@@ -225,8 +242,10 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// window, each from its least recently used end, where a marked entry gets its second chance; reason ``MemoryCacheEvictionReason/capacity``) until the total cost is at most
     /// `cost`.
     /// Each shard is trimmed to its share of `cost`, so the total may end somewhat below it.
-    public func trim(toCost cost: Int) {
-        precondition(cost >= 0, "MemoryCache.trim(toCost:) needs cost >= 0")
+    /// - Throws: ``MemoryCacheError/invalidArgument(name:value:expected:)`` (`cost`) for a negative cost; nothing is
+    ///   evicted.
+    public func trim(toCost cost: Int) throws(MemoryCacheError) {
+        guard cost >= 0 else { throw .invalidArgument(name: "cost", value: cost, expected: "at least 0") }
         let shares = Self.split(cost, into: shards.count).map { cost == 0 ? 0 : $0 }
         var i = 0
         forEachShard { state, evicted, collect in
@@ -238,8 +257,10 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// Evicts entries in eviction order (see ``trim(toCost:)``; reason ``MemoryCacheEvictionReason/capacity``) until at most
     /// `count` remain.
     /// Each shard is trimmed to its share of `count`, so the total may end somewhat below it.
-    public func trim(toCount count: Int) {
-        precondition(count >= 0, "MemoryCache.trim(toCount:) needs count >= 0")
+    /// - Throws: ``MemoryCacheError/invalidArgument(name:value:expected:)`` (`count`) for a negative count; nothing is
+    ///   evicted.
+    public func trim(toCount count: Int) throws(MemoryCacheError) {
+        guard count >= 0 else { throw .invalidArgument(name: "count", value: count, expected: "at least 0") }
         let shares = Self.split(count, into: shards.count).map { count == 0 ? 0 : $0 }
         var i = 0
         forEachShard { state, evicted, collect in

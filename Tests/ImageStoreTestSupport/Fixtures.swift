@@ -11,6 +11,13 @@ public enum Fixtures {
 
     public static var directory: String { repositoryRoot + "/Tests/Fixtures" }
 
+    /// The shared test images (PngSuite, libpng's crashers, libjpeg-turbo's): `$IMGSTORE_CORPUS`
+    /// when set, else `<repo>/../shared/corpus`. Every test that reads the corpus finds it here.
+    public static let corpusRoot: String = {
+        if let override = ProcessInfo.processInfo.environment["IMGSTORE_CORPUS"], !override.isEmpty { return override }
+        return URL(fileURLWithPath: repositoryRoot).deletingLastPathComponent().appendingPathComponent("shared/corpus").path
+    }()
+
     /// Every sample image: file name and bytes.
     public static func images() throws -> [(name: String, data: Data)] {
         try FileManager.default.contentsOfDirectory(atPath: directory)

@@ -129,6 +129,30 @@ import Testing
         try withTemporaryStore(configuration) { _ in }
     }
 
+    /// The memory tier's limits at their edges open a store that works. `memoryMaxEntryBytes = 0`
+    /// passed the range check and then trapped in `MemoryCache`'s precondition (`cap > 0`) when
+    /// the store opened; it keeps no image in memory.
+    @Test func theEdgesOfEachMemoryLimitAreAccepted() throws {
+        let image = Data([1, 2, 3])
+        var configuration = makeConfiguration()
+        configuration.memoryMaxEntryBytes = 0
+        try withTemporaryStore(configuration) { store throws in
+            try store.put(image, for: "https://x.test/a")
+            try store.checkpoint()
+            #expect(try store.get("https://x.test/a")?.source == .disk)
+            #expect(try store.get("https://x.test/a")?.source == .disk)  // not kept in memory
+        }
+        configuration.memoryMaxEntryBytes = .max
+        configuration.memoryCountLimit = .max
+        configuration.memoryCostLimit = .max
+        try withTemporaryStore(configuration) { store throws in
+            try store.put(image, for: "https://x.test/a")
+            try store.checkpoint()
+            #expect(try store.get("https://x.test/a")?.source == .disk)
+            #expect(try store.get("https://x.test/a")?.source == .memory)
+        }
+    }
+
     /// Opening with `configuration` fails with `invalidArgument` naming `field`, and creates nothing.
     static func expectRefused(_ configuration: ImageStore.Configuration, naming field: String) throws {
         try withTemporaryDirectory { directory in

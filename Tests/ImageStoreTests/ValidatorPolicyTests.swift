@@ -6,7 +6,7 @@ import Testing
 /// What the store accepts from the validator: trailing bytes by default, the strict policy on request, and
 /// deep verification that keeps images the deep decoder cannot decode (issue 15).
 @Suite struct ValidatorPolicyTests {
-    static let corpus = Fixtures.repositoryRoot + "/../shared/corpus"
+    static let corpus = Fixtures.corpusRoot
 
     /// A JPEG followed by an MP4 header, as Android motion photos are laid out.
     static func motionPhoto() throws -> Data {

@@ -74,6 +74,7 @@ import Testing
             #expect(list.status == 0, "\(list.standardError)")
             let entries = try document(list.standardOutput)
             try expect(entries, is: .array(.object(Self.entry)), nonEmpty: true)
+            expectSortedKeys(list.standardOutput)
             let export = try AdminBinary.run(["--store", store, "export", directory + "/out"])
             #expect(export.status == 0, "\(export.standardError)")
             let manifest = try #require(FileManager.default.contents(atPath: directory + "/out/manifest.json"))
@@ -107,12 +108,15 @@ import Testing
             let verify = try AdminBinary.run(["--store", store, "verify", "--json"])
             #expect(verify.status == 4, "\(verify.standardError)")
             try expect(try document(verify.standardOutput), is: .object(Self.verify), nonEmpty: true)
+            expectSortedKeys(verify.standardOutput)
             let repair = try AdminBinary.run(["--store", store, "verify", "--repair", "--json"])
             #expect(repair.status == 1, "\(repair.standardError)")
             try expect(try document(repair.standardOutput), is: .object(Self.verify), nonEmpty: true)
+            expectSortedKeys(repair.standardOutput)
             let quarantine = try AdminBinary.run(["--store", store, "quarantine", "--json"])
             #expect(quarantine.status == 0, "\(quarantine.standardError)")
             try expect(try document(quarantine.standardOutput), is: .array(.object(Self.quarantined)), nonEmpty: true)
+            expectSortedKeys(quarantine.standardOutput)
         }
     }
 

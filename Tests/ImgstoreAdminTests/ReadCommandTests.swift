@@ -24,7 +24,8 @@ import Testing
     }
 
     @Test(arguments: readCommands + [["export", "EXPORT"], ["rm", "https://x.test/a.png"], ["checkpoint"], ["compact"],
-                                     ["expire"], ["quarantine", "--purge"]])
+                                     ["expire"], ["quarantine", "--purge"],
+                                     ["verify", "--repair"], ["verify", "--repair", "--json"]])
     func aMissingStoreIsStatus66AndNothingIsCreated(arguments: [String]) throws {
         try withTemporaryDirectory { directory throws in
             let store = directory + "/typo"

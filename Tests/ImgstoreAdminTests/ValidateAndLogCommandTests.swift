@@ -37,7 +37,7 @@ import Testing
     }
 
     @Test func deepModeCatchesWhatOnlyADecoderSees() throws {
-        let badAdler = Fixtures.repositoryRoot + "/../shared/corpus/libpng-testpngs/crashers/badadler.png"
+        let badAdler = Fixtures.corpusRoot + "/libpng-testpngs/crashers/badadler.png"
         #expect(try ChildProcess.run(admin, ["validate", badAdler]).status == 0)
         #expect(try ChildProcess.run(admin, ["validate", "--deep", badAdler]).status == 1)
     }

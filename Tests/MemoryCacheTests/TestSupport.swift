@@ -13,13 +13,13 @@ func makeCache(
     shardCount: Int? = 1,
     clock: ManualClock? = nil,
     log: EvictionLog? = nil
-) -> MemoryCache<Int, String> {
+) throws -> MemoryCache<Int, String> {
     var configuration = MemoryCache<Int, String>.Configuration(
         countLimit: countLimit, totalCostLimit: totalCostLimit, maxEntryCost: maxEntryCost, policy: policy,
         shardCount: shardCount)
     if let clock { configuration.now = { clock.now } }
     if let log { configuration.onEviction = { key, value, reason in log.record(key, value, reason) } }
-    return MemoryCache(configuration: configuration)
+    return try MemoryCache(configuration: configuration)
 }
 
 /// A clock that moves only when a test says so.

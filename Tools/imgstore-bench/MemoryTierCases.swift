@@ -37,7 +37,7 @@ enum MemoryTierCases {
         let mine = policies.map { makeMemoryCache(countLimit: 2 * residentKeys, costLimit: limit, policy: $0.policy) }
         let theirs = NSCacheBox(countLimit: 2 * residentKeys, costLimit: limit, keys: 2 * residentKeys)
         for k in 0..<residentKeys {
-            for cache in mine { cache.set(values[k], forKey: k, cost: sizes[k]) }
+            for cache in mine { set(cache, values[k], forKey: k, cost: sizes[k]) }
             theirs.cache.setObject(theirs.objects[k], forKey: theirs.keys[k], cost: sizes[k])
         }
         var results: [Measurement] = []
@@ -89,7 +89,7 @@ enum MemoryTierCases {
                         var bytes = 0
                         for i in r {
                             let k = (i &* 7 &+ t &* 50_021) % keySpace
-                            mine.set(values[k], forKey: k, cost: sizes[k])
+                            set(mine, values[k], forKey: k, cost: sizes[k])
                             bytes &+= sizes[k]
                         }
                         return bytes
@@ -143,14 +143,13 @@ enum MemoryTierCases {
         let theirs = NSCacheBox(countLimit: 0, costLimit: limit, keys: keys)
         var systems = policies.map { ($0.name, makeMemoryCache(countLimit: 0, costLimit: limit, policy: $0.policy)) }
         for policy in [MemoryCachePolicy.tinyLFU, .lru] {
-            let exact = MemoryCache<Int, Data>(
-                configuration: .init(totalCostLimit: limit, policy: policy, shardCount: 1))
+            let exact = makeMemoryCache(.init(totalCostLimit: limit, policy: policy, shardCount: 1))
             systems.append(("\(policy == .lru ? "LRU" : "W-TinyLFU") 1 shard", exact))
         }
         return systems.map { system, cache in
             replay(
                 system, get: { cache.value(forKey: $0) != nil },
-                set: { cache.set(values[$0], forKey: $0, cost: sizes[$0]) })
+                set: { set(cache, values[$0], forKey: $0, cost: sizes[$0]) })
         } + [
             replay(
                 nscache, get: { theirs.cache.object(forKey: theirs.keys[$0]) != nil },
@@ -167,7 +166,18 @@ enum MemoryTierCases {
     static func makeValues(_ n: Int) -> [Data] { (0..<n).map { _ in Data(count: 64) } }
 
     static func makeMemoryCache(countLimit: Int, costLimit: Int, policy: MemoryCachePolicy) -> MemoryCache<Int, Data> {
-        MemoryCache(configuration: .init(countLimit: countLimit, totalCostLimit: costLimit, policy: policy))
+        makeMemoryCache(.init(countLimit: countLimit, totalCostLimit: costLimit, policy: policy))
+    }
+
+    /// A cache with `configuration`; the benchmark's configurations are valid, so a refusal ends the run with it.
+    static func makeMemoryCache(_ configuration: MemoryCache<Int, Data>.Configuration) -> MemoryCache<Int, Data> {
+        do { return try MemoryCache(configuration: configuration) } catch { fail("\(error)") }
+    }
+
+    /// `cache.set`, whose one refusal (a cost below 1) the benchmark's sizes never reach; if one did, the run ends.
+    @inline(__always)
+    static func set(_ cache: MemoryCache<Int, Data>, _ value: Data, forKey key: Int, cost: Int) {
+        do { try cache.set(value, forKey: key, cost: cost) } catch { fail("\(error)") }
     }
 }
 

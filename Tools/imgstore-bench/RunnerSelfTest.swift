@@ -23,8 +23,8 @@ enum RunnerSelfTest {
         BenchmarkCase(name: "bench.self-test.private-cache") { options in
             let trace = uniformTrace(keys: 10_000, count: 1 << 20, seed: 7)
             let caches = threadCounts.map { _ in
-                let cache = MemoryCache<Int, Data>(configuration: .init(totalCostLimit: 0, policy: .lru))
-                for k in 0..<10_000 { cache.set(Data(count: 64), forKey: k, cost: 1) }
+                let cache = MemoryTierCases.makeMemoryCache(.init(totalCostLimit: 0, policy: .lru))
+                for k in 0..<10_000 { MemoryTierCases.set(cache, Data(count: 64), forKey: k, cost: 1) }
                 return cache
             }
             return threadCounts.map { threads in

@@ -67,7 +67,7 @@ while let argument = arguments.popFirst() {
         datasetMiB = n
     case "--dir": options.directory = value(after: argument)
     case "-h", "--help":
-        print(usage + "cases:")
+        print(usage + "\ncases:")
         for c in allCases { print("  \(c.name)") }
         exit(0)
     case let flag where flag.hasPrefix("-"):

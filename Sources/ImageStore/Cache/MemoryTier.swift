@@ -27,15 +27,25 @@ final class MemoryTier: Sendable {
     private let publishedGeneration = Atomic<UInt64>(0)
     private let fillHook: (@Sendable (MemoryFillPhase, String) -> Void)?
 
-    /// A memory tier with the configuration's limits, or nil when it is turned off.
-    init?(_ configuration: ImageStore.Configuration) {
-        guard configuration.memoryCostLimit > 0 else { return nil }
+    /// A memory tier with the configuration's limits, or nil when it is turned off: no cost
+    /// budget (`memoryCostLimit` 0), or no image small enough to keep (`memoryMaxEntryBytes` 0).
+    /// - Throws: `invalidArgument` naming the field, for a limit `Configuration.validate()`
+    ///   should have refused (the memory cache checks its own configuration too).
+    init?(_ configuration: ImageStore.Configuration) throws(ImageStoreError) {
+        guard configuration.memoryCostLimit > 0, configuration.memoryMaxEntryBytes > 0 else { return nil }
         let clock = configuration.clock
         fillHook = configuration.memoryFillHook
-        cache = MemoryCache(configuration: .init(
-            countLimit: configuration.memoryCountLimit, totalCostLimit: configuration.memoryCostLimit,
-            maxEntryCost: configuration.memoryMaxEntryBytes,
-            now: { Int64((clock().timeIntervalSince1970 * 1000).rounded(.down)) }))
+        do {
+            cache = try MemoryCache(configuration: .init(
+                countLimit: configuration.memoryCountLimit, totalCostLimit: configuration.memoryCostLimit,
+                maxEntryCost: configuration.memoryMaxEntryBytes,
+                now: { Int64((clock().timeIntervalSince1970 * 1000).rounded(.down)) }))
+        } catch {
+            switch error {
+            case let .invalidArgument(name, value, expected):
+                throw .invalidArgument(name: "the memory tier's \(name)", value: "\(value)", allowed: expected)
+            }
+        }
     }
 
     /// The entry for `cacheKey` at `now` (milliseconds of the store's clock, which the cache's
@@ -63,8 +73,12 @@ final class MemoryTier: Sendable {
         fillHook?(.beforeInsert, entry.record.cacheKey)
         self.generation.withLock { current in
             guard current == generation else { return }  // invalidated while it read LMDB
-            cache.set(entry, forKey: entry.record.cacheKey, cost: cost,
-                      expiresAt: entry.record.slidingSeconds > 0 ? nil : entry.record.expiresAt)
+            // `set` refuses only a cost below 1, and `cost > 0` here; an entry not cached is
+            // never wrong (the next read goes to LMDB), so there is nothing to report.
+            do {
+                try cache.set(entry, forKey: entry.record.cacheKey, cost: cost,
+                              expiresAt: entry.record.slidingSeconds > 0 ? nil : entry.record.expiresAt)
+            } catch {}
         }
         fillHook?(.afterInsert, entry.record.cacheKey)
     }

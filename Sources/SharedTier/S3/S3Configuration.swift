@@ -1,4 +1,5 @@
 import Foundation
+import ImageStore
 
 /// Where the tier's bucket is and how to reach it.
 public struct S3Configuration: Sendable, CustomStringConvertible {
@@ -16,8 +17,9 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
     /// Time allowed for the response head of a request that sends no body (GET, HEAD, copy,
     /// listing): the connection plus the server's first answer. `URLSession` on Linux has no
     /// separate connect timeout, so this is the bound a frozen or unreachable server hits.
+    /// More than 0, at most a year (`ImageStore.Configuration.maxPeriod`).
     public var connectTimeout: Duration
-    /// Time allowed for a whole request, body included.
+    /// Time allowed for a whole request, body included; more than 0, at most a year.
     public var requestTimeout: Duration
     /// The largest answer body read (default 64 MiB): a larger object is refused with
     /// `responseTooLarge` as soon as its `Content-Length` or its bytes pass the limit.
@@ -69,8 +71,11 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
             throw .invalidConfiguration(reason: "bucket '\(bucket)' must be one non-empty path segment")
         }
         guard !region.isEmpty else { throw .invalidConfiguration(reason: "region is empty") }
-        guard connectTimeout > .zero, requestTimeout > .zero else {
-            throw .invalidConfiguration(reason: "connectTimeout and requestTimeout must be positive")
+        // Bounded above as well: a timer longer than the clock can hold traps in `Task.sleep`.
+        let longest = ImageStore.Configuration.maxPeriod
+        for (name, timeout) in [("connectTimeout", connectTimeout), ("requestTimeout", requestTimeout)]
+        where !(timeout > .zero && timeout <= longest) {
+            throw .invalidConfiguration(reason: "\(name) is \(timeout); it must be more than 0 and at most \(longest) (a year)")
         }
         guard maxResponseBytes > 0 else { throw .invalidConfiguration(reason: "maxResponseBytes must be positive") }
     }

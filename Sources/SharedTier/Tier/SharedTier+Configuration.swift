@@ -1,4 +1,5 @@
 import Foundation
+import ImageStore
 
 extension SharedTier {
     /// The tier's settings, fixed at creation.
@@ -13,7 +14,8 @@ extension SharedTier {
         public var uploadConcurrency: Int
         /// Consecutive outages that open the circuit breaker (default 5).
         public var breakerThreshold: Int
-        /// How long an open breaker skips the tier before it probes again (default 30 s).
+        /// How long an open breaker skips the tier before it probes again (default 30 s); more
+        /// than 0, at most a year.
         public var breakerCoolDown: Duration
         /// The clock for expiry and the breaker (default: the wall clock). Signing always
         /// uses the wall clock, which the server checks.
@@ -37,7 +39,11 @@ extension SharedTier {
             guard uploadQueueLimit >= 1 else { throw .invalidConfiguration(reason: "uploadQueueLimit must be at least 1") }
             guard uploadConcurrency >= 1 else { throw .invalidConfiguration(reason: "uploadConcurrency must be at least 1") }
             guard breakerThreshold >= 1 else { throw .invalidConfiguration(reason: "breakerThreshold must be at least 1") }
-            guard breakerCoolDown > .zero else { throw .invalidConfiguration(reason: "breakerCoolDown must be positive") }
+            let longest = ImageStore.Configuration.maxPeriod
+            guard breakerCoolDown > .zero && breakerCoolDown <= longest else {
+                throw .invalidConfiguration(
+                    reason: "breakerCoolDown is \(breakerCoolDown); it must be more than 0 and at most \(longest) (a year)")
+            }
             guard !prefix.hasPrefix("/") else { throw .invalidConfiguration(reason: "prefix '\(prefix)' must not start with /") }
         }
     }

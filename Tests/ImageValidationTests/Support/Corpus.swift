@@ -1,19 +1,12 @@
 import Foundation
+import ImageStoreTestSupport
 import Testing
 
 /// The shared test images: `<repo>/../shared/corpus`, or `$IMGSTORE_CORPUS`.
 ///
 /// A missing corpus is a failure, never a skip: `CorpusPresenceTests` says where it looked.
 enum Corpus {
-    static let root: URL = {
-        if let override = ProcessInfo.processInfo.environment["IMGSTORE_CORPUS"], !override.isEmpty {
-            return URL(fileURLWithPath: override)
-        }
-        // #filePath = <repo>/Tests/ImageValidationTests/Support/Corpus.swift
-        var repo = URL(fileURLWithPath: #filePath)
-        for _ in 0..<4 { repo.deleteLastPathComponent() }
-        return repo.deletingLastPathComponent().appendingPathComponent("shared/corpus")
-    }()
+    static let root = URL(fileURLWithPath: ImageStoreTestSupport.Fixtures.corpusRoot)
 
     static func names(in folder: String, suffix: String) -> [String] {
         let dir = root.appendingPathComponent(folder)
