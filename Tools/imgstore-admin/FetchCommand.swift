@@ -79,8 +79,9 @@ enum FetchCommand: AdminCommand {
     /// as `return (index, .success(try await loader.load(url)))`, Swift 6.3.1's optimiser (-O
     /// only) lost `index` across the suspension in the middle of the tuple expression: the
     /// task reported index 0 for every URL, so the other slots stayed nil and the release build
-    /// trapped on the unwrap. The code was correct Swift; the compiler was wrong (a standalone
-    /// reproducer, with no imgstore code, shows the same with -O and not with -Onone).
+    /// trapped on the unwrap. The code was correct Swift; the compiler was wrong: the standalone
+    /// reproducer `Tools/compiler-bugs/task-group-index-lost-at-O.swift` (no imgstore code)
+    /// shows it with -O and not with -Onone, and only with a typed `do throws(E)`.
     static func loadAll(_ urls: [String], with loader: ImageLoader, store: ImageStore,
                         limits: LoaderFailureMessages.EntryLimits) async -> [Result<LoadedImage, CommandFailure>] {
         await withTaskGroup(of: (Int, Result<LoadedImage, CommandFailure>).self) { group in
