@@ -76,7 +76,7 @@ package final class Environment: Sendable {
             readers.drain()  // LMDB closes an environment only with every transaction ended
             if let storedHandle { mdb_env_close(storedHandle) }
             lockFile?.close()  // after mdb_env_close: closing it earlier would drop LMDB's lock
-            if open[identity]?.id == ObjectIdentifier(self) { open[identity] = nil }  // only its own entry
+            if open[identity]?.environment == nil { open[identity] = nil }
         }
     }
 
@@ -105,24 +105,18 @@ package final class Environment: Sendable {
     /// own (seen as `MDB_BAD_RSLOT`). An entry whose environment reads nil is one being
     /// released, whose `deinit` is about to close it and remove the entry: the open waits.
     package static func open(path: String, options: EnvironmentOptions = .init()) throws(LMDBError) -> Environment {
+        guard let identity = FileIdentity(path: path) else { throw LMDBError(code: errno) }
         Transaction.installFaultGuard()
         while true {
-            // Read on every pass: the directory may have been replaced while this open waited.
-            guard let identity = FileIdentity(path: path) else { throw LMDBError(code: errno) }
-            // An environment found holding another data file is dropped only after the lock is
-            // released: if that was its last reference, its deinit takes the lock itself.
-            var replaced: Environment?
             let opened = try registry.withLock { (open: inout [FileIdentity: WeakEnvironment]) throws(LMDBError) -> Environment? in
                 if let entry = open[identity] {
                     guard let existing = entry.environment else { return nil }  // closing: wait for it
                     if existing.holdsDataFile(at: path) { return existing }
-                    replaced = existing
                 }
                 let environment = try makeEnvironment(path: path, options: options, identity: identity)
-                open[identity] = WeakEnvironment(environment: environment, id: ObjectIdentifier(environment))
+                open[identity] = WeakEnvironment(environment: environment)
                 return environment
             }
-            withExtendedLifetime(replaced) {}  // released here, outside the lock
             if let opened { return opened }
             usleep(1_000)  // a deinit in progress: it needs the registry's lock, then removes the entry
         }
@@ -615,7 +609,4 @@ package struct FileIdentity: Hashable, Sendable {
 private struct WeakEnvironment: @unchecked Sendable {
     // Only read and written under `Environment.registry`'s lock.
     weak var environment: Environment?
-    /// Which environment the entry is for, still known while it is being released (when
-    /// `environment` already reads nil): its deinit removes this entry and no other.
-    let id: ObjectIdentifier
 }

@@ -35,7 +35,7 @@ import Testing
         // `.lru`: W-TinyLFU sizes each shard's frequency sketch for its share of the count
         // limit (up to 2²⁰ entries), which for 64 shards is half a gigabyte up front.
         let cache = try MemoryCache<Int, String>(configuration: .init(
-            countLimit: .max, totalCostLimit: .max, maxEntryCost: .max, shardCount: .max))
+            countLimit: .max, totalCostLimit: .max, maxEntryCost: .max, policy: .lru, shardCount: .max))
         try cache.set("x", forKey: 1, cost: 1 << 40)
         #expect(cache.value(forKey: 1) == "x")
         // Costs that would sum past Int.max in an unlimited cache (this overflowed, a trap): each entry is kept,
