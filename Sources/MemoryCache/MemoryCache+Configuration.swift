@@ -20,7 +20,8 @@ extension MemoryCache {
         /// An entry whose cost is above this is not cached (and any older value under its key is dropped), so one
         /// huge image cannot flush everything; it counts as an eviction with reason `.costCap`. `nil` means no cap of
         /// its own. Either way an entry must also fit in its shard's share of ``totalCostLimit``
-        /// (`totalCostLimit / shardCount`, see ``shardCount``); a larger one is refused the same way.
+        /// (`totalCostLimit / shardCount`, see ``shardCount``, and never more than
+        /// ``MemoryCache/largestShardCost``, also when the limit is 0); a larger one is refused the same way.
         public var maxEntryCost: Int?
 
         /// The clock that decides expiry, in milliseconds since the Unix epoch. Default: the wall clock.
@@ -68,7 +69,8 @@ extension MemoryCache {
 
         /// Throws ``MemoryCacheError/invalidArgument(name:value:expected:)`` naming the first field out of range:
         /// a negative ``countLimit`` or ``totalCostLimit``, a ``maxEntryCost`` below 1, a ``shardCount`` below 1.
-        /// ``MemoryCache/init(configuration:)`` calls it; every value it accepts, up to `Int.max`, is usable.
+        /// ``MemoryCache/init(configuration:)`` calls it; every value it accepts, up to `Int.max`, is usable (a
+        /// shard's cost share is capped at ``MemoryCache/largestShardCost``).
         public func validate() throws(MemoryCacheError) {
             guard countLimit >= 0 else {
                 throw .invalidArgument(name: "Configuration.countLimit", value: countLimit, expected: "at least 0 (0 = unlimited)")

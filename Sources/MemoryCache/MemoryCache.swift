@@ -6,7 +6,8 @@ import Synchronization
 /// without a cost as zero, so its `totalCostLimit` silently does nothing. `MemoryCache` instead:
 /// - keeps ``Configuration/countLimit`` and ``Configuration/totalCostLimit`` after *every* operation: keys are spread
 ///   by hash over ``Configuration/effectiveShardCount`` independently locked shards, each holds a fixed share of both
-///   limits (the shares sum to the limits) and evicts before its lock is released;
+///   limits (the shares sum to the limits, each share at most ``largestShardCost``) and evicts before its lock is
+///   released;
 /// - evicts in a defined order, per shard: W-TinyLFU by default (``MemoryCachePolicy/tinyLFU``: recency *and* frequency, the
 ///   policy of Caffeine, with hits applied lazily as CLOCK's second chance, see ``value(forKey:)``), or exact LRU
 ///   (``MemoryCachePolicy/lru``). With `shardCount: 1` the order is over all keys;
@@ -303,7 +304,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
                 cost += $0.totalCost
             }
         }
-        // Invariant: the global limits hold (the shards' shares sum to them).
+        // Invariant: the global limits hold (the shards' shares sum to them, or to less where a cost share was
+        // capped at `largestShardCost`).
         if configuration.countLimit > 0 { precondition(count <= configuration.countLimit, "over countLimit") }
         if configuration.totalCostLimit > 0 {
             precondition(cost <= configuration.totalCostLimit, "over totalCostLimit")

@@ -27,6 +27,8 @@ public enum SharedTierError: Error, Sendable, Equatable, CustomStringConvertible
     case invalidConfiguration(reason: String)
     /// A credential variable is unset or empty.
     case missingCredentials(variable: String)
+    /// An entry the tier cannot write (a date its object's metadata cannot hold); nothing was sent.
+    case invalidEntry(url: String, reason: String)
     /// The calling task was cancelled.
     case cancelled
 
@@ -54,6 +56,8 @@ public enum SharedTierError: Error, Sendable, Equatable, CustomStringConvertible
             return "the shared tier's configuration is invalid: \(reason)"
         case let .missingCredentials(variable):
             return "no credentials for the shared tier: \(variable) is not set"
+        case let .invalidEntry(url, reason):
+            return "the entry for \(url) cannot be written to the shared tier: \(reason)"
         case .cancelled:
             return "the shared tier request was cancelled"
         }
@@ -94,6 +98,7 @@ extension SharedTierError {
         case .invalidResponse: return "invalidResponse"
         case .invalidConfiguration: return "invalidConfiguration"
         case .missingCredentials: return "missingCredentials"
+        case .invalidEntry: return "invalidEntry"
         case .cancelled: return "cancelled"
         }
     }

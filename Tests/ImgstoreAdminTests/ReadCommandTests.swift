@@ -3,7 +3,7 @@ import ImageStoreTestSupport
 import Testing
 
 /// Read commands never create or change a store: they open it read-only, and a missing store
-/// is an error (66) that creates nothing.
+/// is an error (66; `verify`'s own status for it is 8) that creates nothing.
 @Suite struct ReadCommandTests {
     static let readCommands: [[String]] = [
         ["ls"], ["ls", "--json"], ["stats"], ["stats", "--json"],

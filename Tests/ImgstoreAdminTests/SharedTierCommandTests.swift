@@ -141,12 +141,12 @@ struct SharedTierCommandTests {
             var corrupt = good
             corrupt.url = corruptURL
             let damaged = Data(corrupt.body.reversed())
-            _ = try await client.put(tier.key(for: corruptURL), body: damaged, metadata: ObjectLayout.metadata(of: corrupt),
+            _ = try await client.put(tier.key(for: corruptURL), body: damaged, metadata: try ObjectLayout.metadata(of: corrupt),
                                      contentType: "image/png", condition: .create,
                                      recordedSHA256: Digest.hex(Digest.sha256(corrupt.body)))
             // An object stored under a key that is not its URL's hash.
             _ = try await client.put("imgstore/" + String(repeating: "0", count: 64), body: good.body,
-                                     metadata: ObjectLayout.metadata(of: good), contentType: "image/png", condition: .create)
+                                     metadata: try ObjectLayout.metadata(of: good), contentType: "image/png", condition: .create)
 
             let store = makeTemporaryDirectory() + "/store"
             let warm = try await Self.admin(["--store", store, "warm", "--shared-tier", Self.bucketURL(server)])

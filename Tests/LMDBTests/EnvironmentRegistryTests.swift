@@ -62,7 +62,7 @@ import Testing
                 }
                 opened.signal()
             }.start()
-            let openedBeforeTheClose = opened.wait(timeout: .now() + 1) == .success
+            let openedBeforeTheClose = opened.wait(timeout: .now() + 5) == .success  // long enough for a loaded machine
             proceed.signal()
             #expect(released.wait(timeout: .now() + 30) == .success)
             if !openedBeforeTheClose { #expect(opened.wait(timeout: .now() + 30) == .success) }

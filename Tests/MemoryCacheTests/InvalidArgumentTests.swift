@@ -7,7 +7,9 @@ import Testing
 @Suite struct InvalidArgumentTests {
     typealias Configuration = MemoryCache<Int, String>.Configuration
 
-    @Test(arguments: [
+    /// Each bad configuration, the field its error must name and the value it must give. The
+    /// test takes an index: a configuration holds closures, which make poor test arguments.
+    static let bad: [(field: String, configuration: Configuration, value: Int)] = [
         ("countLimit", Configuration(countLimit: -1), -1),
         ("totalCostLimit", Configuration(totalCostLimit: -1), -1),
         ("totalCostLimit", Configuration(totalCostLimit: .min), Int.min),
@@ -15,8 +17,11 @@ import Testing
         ("maxEntryCost", Configuration(maxEntryCost: -5), -5),
         ("shardCount", Configuration(shardCount: 0), 0),
         ("shardCount", Configuration(shardCount: -3), -3),
-    ])
-    func aConfigurationFieldOutOfRangeIsATypedError(field: String, configuration: Configuration, value: Int) {
+    ]
+
+    @Test(arguments: 0..<bad.count)
+    func aConfigurationFieldOutOfRangeIsATypedError(index: Int) {
+        let (field, configuration, value) = Self.bad[index]
         #expect {
             _ = try MemoryCache(configuration: configuration)
         } throws: { error in
@@ -27,8 +32,10 @@ import Testing
     }
 
     @Test func theLargestValuesAreAccepted() throws {
+        // `.lru`: W-TinyLFU sizes each shard's frequency sketch for its share of the count
+        // limit (up to 2²⁰ entries), which for 64 shards is half a gigabyte up front.
         let cache = try MemoryCache<Int, String>(configuration: .init(
-            countLimit: .max, totalCostLimit: .max, maxEntryCost: .max, shardCount: .max))
+            countLimit: .max, totalCostLimit: .max, maxEntryCost: .max, policy: .lru, shardCount: .max))
         try cache.set("x", forKey: 1, cost: 1 << 40)
         #expect(cache.value(forKey: 1) == "x")
         // Costs that would sum past Int.max in an unlimited cache (this overflowed, a trap): each entry is kept,

@@ -67,6 +67,8 @@ enum SharedTierOptions {
             return CommandFailure(code: .usage, message: "\(option): \(error.description) (see imgstore-admin --help)")
         case .badCredentials:
             return CommandFailure(code: .noPermission, message: error.description)
+        case .invalidEntry:
+            return CommandFailure(code: .dataError, message: error.description)
         default:
             return CommandFailure(code: .unavailable, message: error.description)
         }

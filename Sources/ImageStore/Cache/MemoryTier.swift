@@ -78,7 +78,9 @@ final class MemoryTier: Sendable {
             do {
                 try cache.set(entry, forKey: entry.record.cacheKey, cost: cost,
                               expiresAt: entry.record.slidingSeconds > 0 ? nil : entry.record.expiresAt)
-            } catch {}
+            } catch {
+                assertionFailure("MemoryCache.set refused a positive cost: \(error)")
+            }
         }
         fillHook?(.afterInsert, entry.record.cacheKey)
     }

@@ -32,15 +32,23 @@ package enum ObjectLayout {
 
     package static func contentType(_ format: String) -> String { "image/\(format)" }
 
-    package static func metadata(of entry: SharedEntry) -> [String: String] {
+    /// The object metadata that holds `entry`'s facts.
+    /// - Throws: `invalidEntry` for a date whole milliseconds since 1970 (`Int64`) cannot hold.
+    package static func metadata(of entry: SharedEntry) throws(SharedTierError) -> [String: String] {
+        func milliseconds(_ date: Date, _ name: String) throws(SharedTierError) -> Int64 {
+            guard let value = Self.milliseconds(date) else {
+                throw .invalidEntry(url: entry.url, reason: "its \(name) date (\(date.timeIntervalSince1970) s since 1970) has no whole number of milliseconds an object can hold")
+            }
+            return value
+        }
         var metadata = [
             "imgstore-layout": version,
             "imgstore-url": AWSPercentEncoding.encode(entry.url),
             "imgstore-format": entry.format,
             "imgstore-width": String(entry.width),
             "imgstore-height": String(entry.height),
-            "imgstore-expires-ms": String(milliseconds(entry.expires)),
-            "imgstore-fetched-ms": String(milliseconds(entry.fetched)),
+            "imgstore-expires-ms": String(try milliseconds(entry.expires, "expires")),
+            "imgstore-fetched-ms": String(try milliseconds(entry.fetched, "fetched")),
         ]
         if let etag = entry.originETag { metadata["imgstore-origin-etag"] = AWSPercentEncoding.encode(etag) }
         if let modified = entry.originLastModified {
@@ -85,8 +93,12 @@ package enum ObjectLayout {
             objectETag: object.head.etag)
     }
 
-    package static func milliseconds(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+    /// `date` in whole milliseconds since 1970 (rounded down), or nil when `Int64` cannot hold
+    /// it: not finite, or about 2.9 × 10⁸ years away.
+    package static func milliseconds(_ date: Date) -> Int64? {
+        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        guard milliseconds.isFinite, milliseconds >= -9.2e18, milliseconds <= 9.2e18 else { return nil }
+        return Int64(milliseconds)
     }
 
     private static func date(_ milliseconds: Int64) -> Date {

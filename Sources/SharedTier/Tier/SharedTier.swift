@@ -75,9 +75,11 @@ public final class SharedTier: Sendable {
     // MARK: - Writing
 
     /// Writes `entry` now: creates it (`If-None-Match: *`), or replaces the version
-    /// `replacing` names (`If-Match`). Never throws; the outcome is counted.
+    /// `replacing` names (`If-Match`). Never throws; the outcome is counted. An entry whose
+    /// dates the object cannot hold is `.failed(.invalidEntry)`, and nothing is sent.
     public func upload(_ entry: SharedEntry, replacing etag: String? = nil) async -> SharedWriteOutcome {
-        let metadata = ObjectLayout.metadata(of: entry)
+        let metadata: [String: String]
+        do { metadata = try ObjectLayout.metadata(of: entry) } catch { return failed(error) }
         guard ObjectLayout.metadataSize(metadata) <= ObjectLayout.metadataLimit else {
             count { $0.uploadsDropped += 1 }
             return .dropped
@@ -120,7 +122,8 @@ public final class SharedTier: Sendable {
     /// of the same bytes: two refreshes race last-writer-wins, and both are revalidations the
     /// origin answered.
     public func refreshMetadata(_ entry: SharedEntry) async -> SharedWriteOutcome {
-        let metadata = ObjectLayout.metadata(of: entry)
+        let metadata: [String: String]
+        do { metadata = try ObjectLayout.metadata(of: entry) } catch { return failed(error) }
         let key = key(for: entry.url)
         let checksum = Digest.hex(Digest.sha256(entry.body))
         return await write { () async throws(SharedTierError) -> S3WriteOutcome in
@@ -175,9 +178,14 @@ public final class SharedTier: Sendable {
             count { $0.preconditionFailed += 1 }
             return .lostRace
         case let .failure(error):
-            count { $0.errors[error.kind, default: 0] += 1 }
-            return .failed(error)
+            return failed(error)
         }
+    }
+
+    /// `error` as a write's outcome, counted by kind.
+    private func failed(_ error: SharedTierError) -> SharedWriteOutcome {
+        count { $0.errors[error.kind, default: 0] += 1 }
+        return .failed(error)
     }
 
     private func count(_ update: (inout Statistics) -> Void) {

@@ -132,7 +132,7 @@ struct LoaderSharedTierOutageTests {
             }
             var damaged = entry.body
             damaged[damaged.count / 2] ^= 0x01
-            _ = try await seeder.tier.client.put(seeder.tier.key(for: url), body: damaged, metadata: ObjectLayout.metadata(of: entry),
+            _ = try await seeder.tier.client.put(seeder.tier.key(for: url), body: damaged, metadata: try ObjectLayout.metadata(of: entry),
                                                  contentType: "image/jpeg", condition: .unconditional,
                                                  recordedSHA256: Digest.hex(Digest.sha256(entry.body)))
             let image = try await host.load(origin.url(path))

@@ -111,7 +111,7 @@ struct SharedTierOutageTests {
             let entry = TestObjects.entry(url, now: clock.now)
             var damaged = entry.body
             damaged[damaged.count / 2] ^= 0x01
-            _ = try await tier.client.put(tier.key(for: url), body: damaged, metadata: ObjectLayout.metadata(of: entry),
+            _ = try await tier.client.put(tier.key(for: url), body: damaged, metadata: try ObjectLayout.metadata(of: entry),
                                           contentType: "image/jpeg", condition: .create,
                                           recordedSHA256: Digest.hex(Digest.sha256(entry.body)))
             for _ in 0..<(Self.threshold + 1) {

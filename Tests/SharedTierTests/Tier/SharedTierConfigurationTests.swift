@@ -68,3 +68,32 @@ import Testing
         }
     }
 }
+
+/// An entry's dates go into the object's metadata as whole milliseconds (`Int64`). A date
+/// `Int64` cannot hold (not finite, or about 2.9 × 10⁸ years away) trapped in the conversion
+/// when an entry built with `SharedEntry`'s public initialiser was uploaded; it is a typed
+/// failure, and nothing is sent.
+@Suite struct SharedEntryDateTests {
+    /// Seconds since 1970 (a `Date` argument would not do: its description traps on these).
+    @Test(arguments: [Double.nan, .infinity, 1e300, -1e300])
+    func anEntryWithADateTheLayoutCannotHoldFailsItsUploadWithATypedError(seconds: Double) async throws {
+        let date = Date(timeIntervalSince1970: seconds)
+        let tier = try SharedTier(configuration: .init(s3: SharedTierConfigurationTests.s3()))
+        for badField in ["expires", "fetched"] {
+            let (expires, fetched) = badField == "expires" ? (date, Date()) : (Date(), date)
+            let entry = SharedEntry(url: "https://origin.test/a.png", body: Data([1, 2, 3]), format: "png", width: 1,
+                                    height: 1, expires: expires, fetched: fetched)
+            for outcome in [await tier.upload(entry), await tier.refreshMetadata(entry)] {
+                guard case let .failed(.invalidEntry(url, reason)) = outcome else {
+                    Issue.record("an entry dated \(seconds) s since 1970 gave \(outcome)")
+                    continue
+                }
+                #expect(url == "https://origin.test/a.png")
+                #expect(reason.contains(badField), "\(reason)")
+            }
+        }
+        // Nothing was sent: the server at port 9 would have made each one `unreachable`.
+        #expect(tier.statistics.errors["unreachable"] == nil)
+        #expect(tier.statistics.errors["invalidEntry"] == 4)  // two fields, upload and refresh each
+    }
+}
