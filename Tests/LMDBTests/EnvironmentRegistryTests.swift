@@ -34,10 +34,12 @@ import Testing
             let entered = DispatchSemaphore(value: 0), proceed = DispatchSemaphore(value: 0)
             Environment.closingHookForTesting.withLock {
                 $0 = { path in
-                    guard path == directory else { return }
-                    Environment.closingHookForTesting.withLock { $0 = nil }  // holds the first release only
-                    entered.signal()
-                    _ = proceed.wait(timeout: .now() + 30)
+                    // Other tests' environments close too meanwhile: only this one's is held.
+                    if path == directory {
+                        Environment.closingHookForTesting.withLock { $0 = nil }  // holds the first release only
+                        entered.signal()
+                        _ = proceed.wait(timeout: .now() + 30)
+                    }
                 }
             }
             defer { Environment.closingHookForTesting.withLock { $0 = nil } }

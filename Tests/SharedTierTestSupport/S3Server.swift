@@ -18,7 +18,18 @@ package final class S3Server: Sendable {
     package static let available = LoopMount.tool("weed") != nil && LoopMount.tool("curl") != nil
     package static let unavailableReason: Comment = "SeaweedFS (weed) or curl is not on PATH: run Tools/install-deps.sh"
 
-    package static let credentials = S3Credentials(accessKeyID: "imgstore-test-key", secretAccessKey: "imgstore-test-secret")
+    /// This test process's credentials: its servers accept them and no other process's.
+    ///
+    /// A secret of its own per process, so that when two test processes run at once and one
+    /// starts a server on ports the other's server holds (its `weed` then fails to bind),
+    /// the readiness PUT that the other server answers is refused, and the start fails and
+    /// is retried on other ports, instead of reporting ready and testing the wrong server.
+    package static let credentials = credentials(forProcess: UInt64.random(in: 1...UInt64.max))
+
+    /// The credentials of the test process whose secret is drawn from `nonce`.
+    package static func credentials(forProcess nonce: UInt64) -> S3Credentials {
+        S3Credentials(accessKeyID: "imgstore-test-key", secretAccessKey: "imgstore-test-secret-" + String(nonce, radix: 16))
+    }
     package static let bucket = "imgstore"
     /// Generous timeouts for the tests that are not about timeouts: a fresh server's first
     /// writes (volume allocation) took over a second on a loaded 2-core machine.
@@ -130,9 +141,15 @@ package final class S3Server: Sendable {
     }
 
     private func script(_ arguments: String...) async throws -> ProcessResult {
+        try await Self.script(arguments, directory: directory, credentials: Self.credentials)
+    }
+
+    /// Runs `Tools/s3-server.sh COMMAND DIRECTORY ARGS…` as a test process holding
+    /// `credentials` would.
+    package static func script(_ arguments: [String], directory: String, credentials: S3Credentials) async throws -> ProcessResult {
         var environment = ProcessInfo.processInfo.environment
-        environment["AWS_ACCESS_KEY_ID"] = Self.credentials.accessKeyID
-        environment["AWS_SECRET_ACCESS_KEY"] = Self.credentials.secretAccessKey
+        environment["AWS_ACCESS_KEY_ID"] = credentials.accessKeyID
+        environment["AWS_SECRET_ACCESS_KEY"] = credentials.secretAccessKey
         environment["S3_BUCKET"] = Self.bucket
         // Should this test process die, the script's watcher stops the server.
         environment["S3_SERVER_WATCH_PID"] = String(getpid())
