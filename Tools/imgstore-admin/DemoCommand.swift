@@ -13,7 +13,7 @@ enum DemoCommand: AdminCommand {
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         let directory = arguments.value("--fixtures") ?? "Tests/Fixtures"
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+        let names = try DirectoryNames.list(directory)
             .filter { [".png", ".jpg", ".jpeg", ".gif", ".webp"].contains(where: $0.lowercased().hasSuffix) }.sorted()
         guard !names.isEmpty else {
             throw CommandFailure(code: .ioError, message: "no images found in \(directory); run from the repository root or pass --fixtures DIR")

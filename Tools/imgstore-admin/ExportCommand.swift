@@ -120,10 +120,7 @@ enum ExportCommand: AdminCommand {
             guard isDirectory.boolValue else {
                 throw CommandFailure(code: .ioError, message: "\(directory) exists and is not a directory")
             }
-            let contents: [String]
-            do { contents = try FileManager.default.contentsOfDirectory(atPath: directory) } catch {
-                throw CommandFailure(code: .ioError, message: "cannot read \(directory): permission denied")
-            }
+            let contents = try DirectoryNames.list(directory)
             guard contents.isEmpty || force else {
                 throw CommandFailure(code: .ioError, message: "\(directory) is not empty; pass --force to write into it anyway")
             }

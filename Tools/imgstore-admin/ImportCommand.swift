@@ -223,8 +223,8 @@ enum ImportCommand: AdminCommand {
             var info = stat()
             guard stat(absolute, &info) == 0, visited.insert([UInt64(info.st_dev), UInt64(info.st_ino)]).inserted else { return }
             let names: [String]
-            do { names = try FileManager.default.contentsOfDirectory(atPath: absolute) } catch {
-                found.append(Candidate(path: relative.isEmpty ? "." : relative, problem: ("cannot read directory", .ioError)))
+            do throws(DirectoryNames.DirectoryReadError) { names = try DirectoryNames.names(in: absolute) } catch {
+                found.append(Candidate(path: relative.isEmpty ? "." : relative, problem: ("cannot read directory: \(error.reason)", .ioError)))
                 return
             }
             for name in names.sorted() where !name.hasPrefix(".") {

@@ -27,10 +27,7 @@ enum LogStatusCommand: AdminCommand {
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {
         try context.requireStore()
-        let names: [String]
-        do { names = try FileManager.default.contentsOfDirectory(atPath: context.storePath) } catch {
-            throw CommandFailure(code: .ioError, message: "cannot read \(context.storePath): \(String(cString: strerror(errno)))")
-        }
+        let names = try DirectoryNames.list(context.storePath)
         var log = LogJSON(segments: [], spareSegments: 0, bytes: 0)
         for name in names.sorted() where name.hasPrefix("wal-") && name.hasSuffix(".log") {
             var info = stat()

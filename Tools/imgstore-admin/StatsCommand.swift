@@ -64,7 +64,7 @@ enum StatsCommand: AdminCommand {
         if arguments.has("--prometheus") {
             var exposition = PrometheusExposition()
             exposition.append(store.metrics, labels: ["store": store.path], scope: .storeGauges)
-            exposition.appendStoreDiskBytes(diskBytes(of: store.path), labels: ["store": store.path])
+            exposition.appendStoreDiskBytes(try diskBytes(of: store.path), labels: ["store": store.path])
             if let contents {
                 exposition.appendSharedTierContents(objects: contents.objects, bytes: contents.bytes,
                                                     labels: ["tier": contents.url, "prefix": contents.prefix])
@@ -92,8 +92,10 @@ enum StatsCommand: AdminCommand {
     }
 
     /// The blocks allocated to every file directly in `directory`.
-    static func diskBytes(of directory: String) -> Int {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+    /// - Throws: `CommandFailure` (`.ioError`) when the directory cannot be listed: a total
+    ///   that left files out would be wrong without saying so.
+    static func diskBytes(of directory: String) throws(CommandFailure) -> Int {
+        let names = try DirectoryNames.list(directory)
         return names.reduce(0) { total, name in
             var info = stat()
             return stat(directory + "/" + name, &info) == 0 ? total + Int(info.st_blocks) * 512 : total
@@ -106,7 +108,7 @@ enum StatsCommand: AdminCommand {
         return StatsJSON(
             path: store.path, entryCount: stats.entryCount, logicalBytes: stats.logicalBytes,
             expiredEntries: stats.expiredEntries, expiredBytes: stats.expiredBytes, dataFileBytes: stats.fileBytes,
-            diskBytes: diskBytes(of: store.path), usedBytes: stats.usedBytes, occupiedBytes: stats.occupiedBytes,
+            diskBytes: try diskBytes(of: store.path), usedBytes: stats.usedBytes, occupiedBytes: stats.occupiedBytes,
             mapSize: stats.mapSize, maxMapSize: stats.maxMapSize, maxDiskBytes: stats.maxDiskBytes)
     }
 }

@@ -58,6 +58,8 @@ enum VerifyCommand: AdminCommand {
         configuration.validation = .none  // verify reads; nothing it writes needs validating
         let store = try context.openStore(repair ? .write : .read, configuration: configuration,
                                           missingStatus: .verifyOperationalError, failure: failure)
+        // The total only scales the progress line (0: a count without one); a store whose
+        // statistics cannot be read is what verify itself then reports.
         let progress = SharedProgress(Progress(label: "verifying entries", total: (try? store.statistics().entryCount) ?? 0))
         var options = ImageStore.VerifyOptions(deep: arguments.has("--deep"), repair: repair)
         options.progress = { progress.update($0) }
