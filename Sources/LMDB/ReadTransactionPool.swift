@@ -1,10 +1,5 @@
 import CLMDB
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#else
-import Darwin
-#endif
 
 /// Read-only transactions kept between reads, so that a read renews one (`mdb_txn_renew`)
 /// instead of allocating a new one and taking a new reader slot (`mdb_txn_begin`), and reuses
@@ -22,45 +17,29 @@ import Darwin
 /// A thread starts at the slot its thread id hashes to, so threads reading at once mostly
 /// touch different lines, and then tries the others in turn.
 final class ReadTransactionPool: Sendable {
-    /// `capacity` slots of `Atomic<UInt>`, `slotStride` bytes apart. Only touched through the
-    /// atomics, which are thread safe; the memory itself never moves or changes.
-    private nonisolated(unsafe) let slots: UnsafeMutableRawPointer
-    let capacity: Int
-    private static let slotStride = 64
+    /// Each slot holds a kept reader (its retained pointer's bits) or 0.
+    private let slots: ThreadStripedAtomics
+    /// How many transactions the pool keeps at most.
+    var capacity: Int { slots.count }
 
     /// A pool of `capacity` slots (0: keeps nothing, every read begins a new transaction).
     init(capacity: Int) {
-        self.capacity = capacity
-        slots = .allocate(byteCount: max(capacity, 1) * Self.slotStride, alignment: Self.slotStride)
-        for index in 0..<capacity {
-            (slots + index * Self.slotStride).bindMemory(to: Atomic<UInt>.self, capacity: 1).initialize(to: Atomic(0))
-        }
+        slots = ThreadStripedAtomics(count: capacity)
     }
 
     deinit {
         // Invariant: the environment drained the pool before closing (`drain`).
-        assert((0..<capacity).allSatisfy { slot($0).pointee.load(ordering: .relaxed) == 0 }, "a kept read transaction outlived its pool")
-        slots.deallocate()
+        assert(slots.all(equal: 0), "a kept read transaction outlived its pool")
     }
 
-    private func slot(_ index: Int) -> UnsafeMutablePointer<Atomic<UInt>> {
-        (slots + index * Self.slotStride).assumingMemoryBound(to: Atomic<UInt>.self)
-    }
-
-    /// The slot this thread starts at.
-    private var home: Int {
-        #if canImport(Glibc)
-        let thread = UInt(pthread_self())
-        #else
-        let thread = UInt(bitPattern: pthread_self())
-        #endif
-        return Int(truncatingIfNeeded: (thread &* 0x9E37_79B9_7F4A_7C15) >> 32) % max(capacity, 1)
+    private func slot(_ index: Int) -> UnsafeMutablePointer<Atomic<Int>> {
+        slots.at(index)
     }
 
     /// A kept reader (reset, its cursors unbound), or nil when none is free.
     func take() -> KeptReader? {
         guard capacity > 0 else { return nil }
-        let start = home
+        let start = slots.home
         for offset in 0..<capacity {
             let bits = slot((start + offset) % capacity).pointee.exchange(0, ordering: .acquiring)
             if bits != 0 { return Unmanaged<KeptReader>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeRetainedValue() }
@@ -72,8 +51,8 @@ final class ReadTransactionPool: Sendable {
     /// then the caller ends it.
     func give(_ reader: KeptReader) -> Bool {
         guard capacity > 0 else { return false }
-        let bits = UInt(bitPattern: Unmanaged.passRetained(reader).toOpaque())
-        let start = home
+        let bits = Int(bitPattern: Unmanaged.passRetained(reader).toOpaque())
+        let start = slots.home
         for offset in 0..<capacity {
             if slot((start + offset) % capacity).pointee.compareExchange(expected: 0, desired: bits, ordering: .releasing).exchanged {
                 return true

@@ -30,12 +30,9 @@ import Darwin
 /// here. Exclusive turns are rare (one per compaction): back-to-back turns would starve readers.
 final class ResizeGate: Sendable {
     private static let stripeCount = 16
-    private static let stripeStride = 64
 
-    /// `stripeCount` counters of `Atomic<Int>`, `stripeStride` bytes apart: how many shared
-    /// holders entered through each stripe. Only touched through the atomics; the memory
-    /// itself never moves.
-    private nonisolated(unsafe) let stripes: UnsafeMutableRawPointer
+    /// How many shared holders entered through each stripe.
+    private let stripes = ThreadStripedAtomics(count: stripeCount)
     /// Set by the exclusive side, under `turn`, while it waits and while it holds the gate.
     private let exclusiveWanted = Atomic<Bool>(false)
     /// Held by the exclusive side for its whole turn; a shared holder that saw
@@ -43,39 +40,20 @@ final class ResizeGate: Sendable {
     private nonisolated(unsafe) let turn: UnsafeMutablePointer<pthread_mutex_t>
 
     init() {
-        stripes = .allocate(byteCount: Self.stripeCount * Self.stripeStride, alignment: Self.stripeStride)
-        for index in 0..<Self.stripeCount {
-            (stripes + index * Self.stripeStride).bindMemory(to: Atomic<Int>.self, capacity: 1).initialize(to: Atomic(0))
-        }
         turn = .allocate(capacity: 1)
         let rc = pthread_mutex_init(turn, nil)
         precondition(rc == 0, "pthread_mutex_init failed: \(rc)")
     }
 
     deinit {
-        assert((0..<Self.stripeCount).allSatisfy { stripe($0).pointee.load(ordering: .relaxed) == 0 }, "a transaction outlived its gate")
+        assert(stripes.all(equal: 0), "a transaction outlived its gate")
         pthread_mutex_destroy(turn)
         turn.deallocate()
-        stripes.deallocate()
-    }
-
-    private func stripe(_ index: Int) -> UnsafeMutablePointer<Atomic<Int>> {
-        (stripes + index * Self.stripeStride).assumingMemoryBound(to: Atomic<Int>.self)
-    }
-
-    /// The stripe this thread counts itself on (its thread id, hashed).
-    private var home: UnsafeMutablePointer<Atomic<Int>> {
-        #if canImport(Glibc)
-        let thread = UInt(pthread_self())
-        #else
-        let thread = UInt(bitPattern: pthread_self())
-        #endif
-        return stripe(Int(truncatingIfNeeded: (thread &* 0x9E37_79B9_7F4A_7C15) >> 32) % Self.stripeCount)
     }
 
     /// Runs `body` while holding the gate shared (any number of transactions at once).
     func shared<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        let counter = home
+        let counter = stripes.at(stripes.home)
         while true {
             counter.pointee.add(1, ordering: .sequentiallyConsistent)
             if !exclusiveWanted.load(ordering: .sequentiallyConsistent) { break }
@@ -93,7 +71,7 @@ final class ResizeGate: Sendable {
         defer { pthread_mutex_unlock(turn) }
         exclusiveWanted.store(true, ordering: .sequentiallyConsistent)
         defer { exclusiveWanted.store(false, ordering: .releasing) }
-        for index in 0..<Self.stripeCount { Self.waitUntilZero(stripe(index)) }
+        for index in 0..<stripes.count { Self.waitUntilZero(stripes.at(index)) }
         return try body()
     }
 
