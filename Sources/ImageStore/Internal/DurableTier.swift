@@ -362,6 +362,10 @@ final class DurableTier: Sendable {
 
     /// Runs `body` in a write transaction; must be called on the writer queue.
     ///
+    /// `bytes` is what `body` writes (the images' bytes): under `writeMap` the environment
+    /// allocates the file's blocks for it first (`Environment.write(reserving:)`), so a full
+    /// disk is an error here and never a SIGBUS in the middle of the commit.
+    ///
     /// LMDB reports a write cut short by a full disk as `EIO`, not `ENOSPC` (a short `pwrite`
     /// in `mdb_page_flush`), so an I/O error while the file system has less room left than
     /// the write needed (`bytes` plus slack for pages and metadata) is reported as a full disk.
@@ -374,7 +378,7 @@ final class DurableTier: Sendable {
         // into it around the log records it lacks. Only the salvage writes, to a fresh file.
         try checkAcceptingWrites()
         do {
-            return try environment.write(body)
+            return try environment.write(reserving: bytes, body)
         } catch LMDBError.ioError where FileSystem.availableBytes(at: path).map({ $0 < bytes + (1 << 20) }) ?? false {
             throw .diskFull(path: path)
         } catch {
