@@ -28,29 +28,19 @@ extension Transaction {
         let word = MemoryLayout<Int>.size
         var total = 0
         var previousKey: Int?
-        try scan(Database(dbi: 0, name: "(free list)")) { key, value in
-            func damaged(_ rule: String) -> LMDBError {
-                LMDBError(code: MDB_CORRUPTED, detail: "LMDB's free list is damaged (\(rule))")
-            }
-            guard key.count == word else { throw damaged("a key of \(key.count) bytes, not a transaction id") }
+        try scan(Self.freeList) { key, value in
+            guard key.count == word else { throw Self.damagedFreeList("a key of \(key.count) bytes, not a transaction id") }
             let transaction = key.loadUnaligned(as: Int.self)
             guard transaction <= snapshot, previousKey.map({ transaction > $0 }) ?? true else {
-                throw damaged("transaction id \(transaction) out of order after \(previousKey.map(String.init) ?? "none"), snapshot \(snapshot)")
+                throw Self.damagedFreeList("transaction id \(transaction) out of order after \(previousKey.map(String.init) ?? "none"), snapshot \(snapshot)")
             }
             previousKey = transaction
-            let words = value.count / word
-            guard value.count % word == 0, words >= 1 else {
-                throw damaged("the record of transaction \(transaction) is \(value.count) bytes, not a whole page list")
-            }
-            let count = value.loadUnaligned(as: Int.self)
-            guard count >= 0, count <= words - 1 else {
-                throw damaged("the record of transaction \(transaction) counts \(count) pages in room for \(words - 1)")
-            }
+            let count = try Self.pageCount(ofFreeRecord: value, transaction: transaction)
             var above = Int.max
             for index in 0..<count {
                 let page = value.loadUnaligned(fromByteOffset: (index + 1) * word, as: Int.self)
                 guard page >= 2, page <= lastPage, page < above else {
-                    throw damaged("the record of transaction \(transaction) lists page \(page) (pages 2 to \(lastPage), descending)")
+                    throw Self.damagedFreeList("the record of transaction \(transaction) lists page \(page) (pages 2 to \(lastPage), descending)")
                 }
                 above = page
             }
@@ -58,5 +48,47 @@ extension Transaction {
             return true
         }
         return total
+    }
+
+    /// Pages on LMDB's free list (reusable by later writes), summed over its records (rule 2).
+    /// With `freedBefore`, only records of transactions older than that id count: LMDB reuses
+    /// a record's pages only once no reader's snapshot is that old (`mdb_find_oldest`).
+    ///
+    /// Each record's count is checked against the record's room, as `checkFreeList` does: a
+    /// damaged page handed out records whose count was any word, and summing those trapped on
+    /// overflow (`DamagedFreeListTests`).
+    /// - Throws: `LMDBError` `MDB_CORRUPTED` for a record that breaks rule 2, and LMDB's damage
+    ///   codes from the walk.
+    package func freePageCount(freedBefore: UInt64? = nil) throws -> Int {
+        var total = 0
+        try scan(Self.freeList) { key, value in
+            let transaction = key.count == MemoryLayout<UInt64>.size ? key.loadUnaligned(as: UInt64.self) : nil
+            if let freedBefore, let transaction, transaction >= freedBefore { return false }
+            // At most the record's room, so the sum stays below the map's size in pages.
+            total += try Self.pageCount(ofFreeRecord: value, transaction: transaction.map(Int.init(truncatingIfNeeded:)) ?? -1)
+            return true
+        }
+        return total
+    }
+
+    static let freeList = Database(dbi: 0, name: "(free list)")
+
+    /// The count `n` a free-list record starts with, checked against its room (rule 2): the
+    /// value is a whole number of words, at least one, and `0 <= n <= words - 1`.
+    private static func pageCount(ofFreeRecord value: UnsafeRawBufferPointer, transaction: Int) throws(LMDBError) -> Int {
+        let word = MemoryLayout<Int>.size
+        let words = value.count / word
+        guard value.count % word == 0, words >= 1 else {
+            throw damagedFreeList("the record of transaction \(transaction) is \(value.count) bytes, not a whole page list")
+        }
+        let count = value.loadUnaligned(as: Int.self)
+        guard count >= 0, count <= words - 1 else {
+            throw damagedFreeList("the record of transaction \(transaction) counts \(count) pages in room for \(words - 1)")
+        }
+        return count
+    }
+
+    private static func damagedFreeList(_ rule: String) -> LMDBError {
+        LMDBError(code: MDB_CORRUPTED, detail: "LMDB's free list is damaged (\(rule))")
     }
 }

@@ -186,25 +186,10 @@ package struct Transaction: ~Copyable {
         return order != 0 ? order : a.count - b.count
     }
 
-    /// Pages on LMDB's free list (reusable by later writes), summed over its records: each is
-    /// keyed by the id of the transaction that freed its pages and is an array of page numbers
-    /// whose first element is the count (lmdb.h, `FREE_DBI`). With `freedBefore`, only records
-    /// of transactions older than that id count: LMDB reuses a record's pages only once no
-    /// reader's snapshot is that old (`mdb_find_oldest`).
-    package func freePageCount(freedBefore: UInt64? = nil) throws -> Int {
-        var total = 0
-        try scan(Database(dbi: 0, name: "(free list)")) { key, value in
-            if let freedBefore, key.count >= 8, key.loadUnaligned(as: UInt64.self) >= freedBefore { return false }
-            if value.count >= MemoryLayout<Int>.size { total += value.loadUnaligned(as: Int.self) }
-            return true
-        }
-        return total
-    }
-
     /// The pages of LMDB's free-list database itself (`mdb_stat` on `FREE_DBI`): the records
     /// that list the free pages, which grow with what was freed and are data of no database.
     package func freeListStatistics() throws(LMDBError) -> DatabaseStatistics {
-        try statistics(Database(dbi: 0, name: "(free list)"))
+        try statistics(Self.freeList)
     }
 
     // MARK: - Writes (write transactions only; LMDB answers EACCES otherwise)
