@@ -55,10 +55,24 @@ public struct CacheValidators: Sendable, Hashable {
 }
 
 /// An entry's bytes with its metadata, as returned by `ImageStore.get`.
+///
+/// A value type like any other (setting `data` or `info` changes this copy only), stored as
+/// one reference to an immutable `ImageContents`: a memory hit returns the object the memory
+/// tier holds, so it copies no `EntryInfo` and retains none of its strings (each an atomic
+/// write to an object every reading thread shares).
 public struct StoredImage: Sendable, Hashable {
+    /// The bytes and the info. Never mutated: a setter replaces it.
+    private var contents: ImageContents
+
     /// The image bytes, exactly as put.
-    public var data: Data
-    public var info: EntryInfo
+    public var data: Data {
+        get { contents.data }
+        set { contents = ImageContents(data: newValue, info: contents.info) }
+    }
+    public var info: EntryInfo {
+        get { contents.info }
+        set { contents = ImageContents(data: contents.data, info: newValue) }
+    }
     /// True when the entry had expired and was returned only because the caller allowed stale
     /// entries (`get(_:allowingStale:)`).
     public var isStale: Bool = false
@@ -67,10 +81,27 @@ public struct StoredImage: Sendable, Hashable {
 
     /// An entry as `get` returns it; public so that tests can build one (for a fake store).
     public init(data: Data, info: EntryInfo, isStale: Bool = false, source: Source = .disk) {
-        self.data = data
-        self.info = info
+        self.init(contents: ImageContents(data: data, info: info), isStale: isStale, source: source)
+    }
+
+    /// An entry whose bytes and info are `contents` (the memory tier's `DecodedEntry`, shared).
+    init(contents: ImageContents, isStale: Bool = false, source: Source) {
+        self.contents = contents
         self.isStale = isStale
         self.source = source
+    }
+
+    /// Equal when the bytes, the info, `isStale` and `source` are (the same object or not).
+    public static func == (lhs: StoredImage, rhs: StoredImage) -> Bool {
+        lhs.isStale == rhs.isStale && lhs.source == rhs.source
+            && (lhs.contents === rhs.contents || (lhs.data == rhs.data && lhs.info == rhs.info))
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(data)
+        hasher.combine(info)
+        hasher.combine(isStale)
+        hasher.combine(source)
     }
 
     /// The tier that served a read: `.memory` or `.disk`, never one of the loader's sources.

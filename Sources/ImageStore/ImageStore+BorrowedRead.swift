@@ -37,7 +37,7 @@ extension ImageStore {
             guard !isExpired(record, now: now) else { return nil }
             var info = Self.info(record)
             if let expiresAt = effectiveExpiry(record) { info.expiresAt = Self.date(expiresAt) }
-            let result = BorrowedRead.$store.withValue(ObjectIdentifier(self)) {
+            let result = BorrowedRead.lending(self) {
                 Result { () throws(ImageStoreError) in try body(info, bytes) }
             }
             if policy.tracksAccess { maintenance?.tracker.touch(cacheKey, at: now) }
@@ -76,14 +76,38 @@ extension ImageStore {
 
 /// Which store's borrowed bytes (`withImage`) the current thread's code runs with, so a call
 /// back into that store from inside the borrow traps instead of nesting a read transaction.
+///
+/// A thread-specific value (pthread key), not a `@TaskLocal`: `withImage`'s body is
+/// synchronous and runs on the caller's thread, which is what the hazard is about (two read
+/// transactions on one thread), and every store call checks it, so it must be cheap. A task
+/// local cost every `get` about 12 ns (`swift_task_localValueGet` and its TLS lookups, in the
+/// profile of `imgstore-bench --cases get.memory-hit`); `pthread_getspecific` is one load.
 enum BorrowedRead {
-    @TaskLocal static var store: ObjectIdentifier?
+    /// The key whose value on a thread is the address of the store lending to it, or nil.
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        // Fails only when the process ran out of keys (PTHREAD_KEYS_MAX, 1024): nothing to recover.
+        let rc = pthread_key_create(&key, nil)
+        precondition(rc == 0, "pthread_key_create failed: \(String(cString: strerror(rc)))")
+        return key
+    }()
+
+    /// Runs `body` with `store` marked as lending to this thread, then restores the mark that
+    /// was there before (a borrow from another store may enclose this one).
+    static func lending<R>(_ store: ImageStore, _ body: () -> R) -> R {
+        let previous = pthread_getspecific(key)
+        // Fails only with ENOMEM (glibc allocating the thread's second-level key block): the
+        // borrow then runs unmarked, so the check is skipped for it, never a false trap.
+        pthread_setspecific(key, Unmanaged.passUnretained(store).toOpaque())
+        defer { pthread_setspecific(key, previous) }
+        return body()
+    }
 
     /// Traps when `store` is lending bytes to code on this thread (`withImage`'s contract).
     static func checkNotLending(_ store: ImageStore) {
         // Invariant: no store call runs inside its own withImage body, so a thread never holds
         // two read transactions of one environment (ResizeGate's shared side is not reentrant).
-        precondition(self.store != ObjectIdentifier(store),
+        precondition(pthread_getspecific(key) != Unmanaged.passUnretained(store).toOpaque(),
                      "ImageStore was called from inside its own withImage(for:_:) body; copy the bytes out or call it afterwards")
     }
 }

@@ -279,8 +279,8 @@ public final class ImageStore: Sendable {
         do {
             switch writes?.index.lookup(cacheKey) ?? .unknown {
             case let .put(record, data):
-                return served(record, data, info: Self.info(record), from: .disk, counted: .pendingLog,
-                              allowingStale: allowingStale, now: time.now())
+                return served(record, ImageContents(data: data, info: Self.info(record)), from: .disk,
+                              counted: .pendingLog, allowingStale: allowingStale, now: time.now())
             case .deleted:
                 counters.count(.miss)
                 return nil
@@ -289,14 +289,15 @@ public final class ImageStore: Sendable {
             }
             if let hit = memory?.entry(cacheKey, now: { time.now() }) {
                 // The hot path: a fresh entry with a fixed expiry (the memory tier drops those once
-                // expired) returns the info built when it was cached; no record copy, no dates.
+                // expired) returns the cached object itself as the image's contents: no record or
+                // info copy, no dates, no retain of the info's strings.
                 if hit.record.slidingSeconds == 0, hit.record.expiresAt.map({ $0 > time.now() }) ?? true {
                     counters.count(.memory)
                     if policy.tracksAccess { maintenance?.tracker.touch(cacheKey, at: time.now()) }
-                    return StoredImage(data: hit.data, info: hit.info, source: .memory)
+                    return StoredImage(contents: hit, source: .memory)
                 }
                 if allowingStale || !isExpired(hit.record, now: time.now()) {
-                    return served(hit.record, hit.data, info: hit.info, from: .memory, counted: .memory,
+                    return served(hit.record, hit, from: .memory, counted: .memory,
                                   allowingStale: allowingStale, now: time.now())
                 }
             }
@@ -307,7 +308,7 @@ public final class ImageStore: Sendable {
                 return nil
             }
             if let memory, !isExpired(entry.record, now: time.now()) { memory.fill(entry, readAt: generation) }
-            return served(entry.record, entry.data, info: entry.info, from: .disk, counted: .disk,
+            return served(entry.record, entry, from: .disk, counted: .disk,
                           allowingStale: allowingStale, now: time.now())
         } catch {
             if case .checksumMismatch = error { counters.corruptReads.add(1, ordering: .relaxed) }
@@ -316,9 +317,9 @@ public final class ImageStore: Sendable {
     }
 
     /// What `image(for:)` returns for an entry found in the log, the memory tier or LMDB, counted
-    /// as `read` (or as a miss when it expired and `allowingStale` is false). `info` is
-    /// `Self.info(record)`; its expiry is replaced by the effective one (sliding entries).
-    private func served(_ record: EntryRecord, _ data: Data, info: EntryInfo, from source: StoredImage.Source,
+    /// as `read` (or as a miss when it expired and `allowingStale` is false). `contents.info`
+    /// is `Self.info(record)`; a sliding entry's expiry is replaced by the effective one.
+    private func served(_ record: EntryRecord, _ contents: ImageContents, from source: StoredImage.Source,
                         counted read: StoreCounters.Read, allowingStale: Bool, now: Int64) -> StoredImage? {
         let stale = isExpired(record, now: now)
         guard allowingStale || !stale else {
@@ -328,9 +329,13 @@ public final class ImageStore: Sendable {
         counters.count(read)
         if stale { counters.count(.stale) }
         if !stale && policy.tracksAccess { maintenance?.tracker.touch(record.cacheKey, at: now) }
-        var info = info
-        if let expiresAt = effectiveExpiry(record) { info.expiresAt = Self.date(expiresAt) }
-        return StoredImage(data: data, info: info, isStale: stale, source: source)
+        // A fixed expiry is the record's, already in the info: the contents serve as they are.
+        guard record.slidingSeconds > 0, let expiresAt = effectiveExpiry(record) else {
+            return StoredImage(contents: contents, isStale: stale, source: source)
+        }
+        var info = contents.info
+        info.expiresAt = Self.date(expiresAt)
+        return StoredImage(data: contents.data, info: info, isStale: stale, source: source)
     }
 
     /// The metadata of the entry for `url` without reading its bytes, or nil.

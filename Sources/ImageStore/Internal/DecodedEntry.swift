@@ -8,15 +8,14 @@ import Foundation
 /// not a record whose strings and `Data` would each be retained, on objects every reading
 /// thread shares. A missing entry is a nil reference, so a miss moves no large optional
 /// through the read path (the profile showed those copies as memmove).
-final class DecodedEntry: Sendable {
+///
+/// An `ImageContents` whose `info` is `ImageStore.info(record)`, made once: a hit on a
+/// fixed-expiry entry returns this object as the `StoredImage`'s contents.
+final class DecodedEntry: ImageContents, @unchecked Sendable {
     let record: EntryRecord
-    let data: Data
-    /// `ImageStore.info(record)`, made once: what a hit on a fixed-expiry entry returns.
-    let info: EntryInfo
 
     init(record: EntryRecord, data: Data) {
         self.record = record
-        self.data = data
-        self.info = ImageStore.info(record)
+        super.init(data: data, info: ImageStore.info(record))
     }
 }
