@@ -69,6 +69,7 @@ public struct StoredImage: Sendable, Hashable {
         get { contents.data }
         set { contents = ImageContents(data: newValue, info: contents.info) }
     }
+    /// The entry's metadata: its URL, size, checksum, dates, image facts and validators.
     public var info: EntryInfo {
         get { contents.info }
         set { contents = ImageContents(data: contents.data, info: newValue) }
@@ -97,6 +98,7 @@ public struct StoredImage: Sendable, Hashable {
             && (lhs.contents === rhs.contents || (lhs.data == rhs.data && lhs.info == rhs.info))
     }
 
+    /// Hashes what `==` compares, in the order the synthesised conformance used.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(data)
         hasher.combine(info)

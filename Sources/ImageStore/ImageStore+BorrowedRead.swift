@@ -81,7 +81,8 @@ extension ImageStore {
 /// synchronous and runs on the caller's thread, which is what the hazard is about (two read
 /// transactions on one thread), and every store call checks it, so it must be cheap. A task
 /// local cost every `get` about 12 ns (`swift_task_localValueGet` and its TLS lookups, in the
-/// profile of `imgstore-bench --cases get.memory-hit`); `pthread_getspecific` is one load.
+/// profile of `imgstore-bench --cases get.memory-hit`); `pthread_getspecific` reads one slot
+/// of the thread's key table.
 enum BorrowedRead {
     /// The key whose value on a thread is the address of the store lending to it, or nil.
     private static let key: pthread_key_t = {

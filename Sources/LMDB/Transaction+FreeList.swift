@@ -62,28 +62,31 @@ extension Transaction {
     package func freePageCount(freedBefore: UInt64? = nil) throws -> Int {
         var total = 0
         try scan(Self.freeList) { key, value in
-            let transaction = key.count == MemoryLayout<UInt64>.size ? key.loadUnaligned(as: UInt64.self) : nil
-            if let freedBefore, let transaction, transaction >= freedBefore { return false }
+            let transaction = key.count == MemoryLayout<Int>.size ? key.loadUnaligned(as: Int.self) : nil
+            if let freedBefore, let transaction, UInt64(truncatingIfNeeded: transaction) >= freedBefore { return false }
             // At most the record's room, so the sum stays below the map's size in pages.
-            total += try Self.pageCount(ofFreeRecord: value, transaction: transaction.map(Int.init(truncatingIfNeeded:)) ?? -1)
+            total += try Self.pageCount(ofFreeRecord: value, transaction: transaction)
             return true
         }
         return total
     }
 
+    /// LMDB's free-list database, `FREE_DBI` (0), which no named database handle reaches.
     static let freeList = Database(dbi: 0, name: "(free list)")
 
     /// The count `n` a free-list record starts with, checked against its room (rule 2): the
     /// value is a whole number of words, at least one, and `0 <= n <= words - 1`.
-    private static func pageCount(ofFreeRecord value: UnsafeRawBufferPointer, transaction: Int) throws(LMDBError) -> Int {
+    /// `transaction` (the record's key, nil when the key is not one word) only names the record.
+    private static func pageCount(ofFreeRecord value: UnsafeRawBufferPointer, transaction: Int?) throws(LMDBError) -> Int {
         let word = MemoryLayout<Int>.size
         let words = value.count / word
+        let record = transaction.map { "the record of transaction \($0)" } ?? "a record with a malformed key"
         guard value.count % word == 0, words >= 1 else {
-            throw damagedFreeList("the record of transaction \(transaction) is \(value.count) bytes, not a whole page list")
+            throw damagedFreeList("\(record) is \(value.count) bytes, not a whole page list")
         }
         let count = value.loadUnaligned(as: Int.self)
         guard count >= 0, count <= words - 1 else {
-            throw damagedFreeList("the record of transaction \(transaction) counts \(count) pages in room for \(words - 1)")
+            throw damagedFreeList("\(record) counts \(count) pages in room for \(words - 1)")
         }
         return count
     }
