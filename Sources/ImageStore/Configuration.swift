@@ -125,6 +125,12 @@ extension ImageStore {
         /// Replaces the URL hash (nil: XXH3-128, `Checksum.key`), so tests can force
         /// collisions. Not public API.
         package var keyHasher: (@Sendable (String) -> [UInt8])?
+        /// The fewest keys the key filter (`KeyFilter`) is sized for, so tests can make it
+        /// rebuild after a few puts. Not public API.
+        package var keyFilterMinimumKeys = KeyFilter.defaultMinimumKeys
+        /// Called by a key filter rebuild between its start and its LMDB snapshot, on the writer
+        /// queue, so tests can land puts in between. Not public API.
+        package var keyFilterWillScan: (@Sendable () -> Void)?
 
         /// Values given to the deprecated `TimeInterval` views that no `Expiry` or `Duration`
         /// holds (NaN, an infinite period, beyond ±292 billion years), by the view's name, so

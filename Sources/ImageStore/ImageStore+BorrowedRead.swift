@@ -31,6 +31,10 @@ extension ImageStore {
     ) throws(ImageStoreError) -> R? {
         try checkOpen()
         let cacheKey = try keys(for: url).cacheKey
+        guard mayHold(cacheKey) else {  // never held: a miss without a lookup (`KeyFilter`)
+            counters.count(.miss)
+            return nil
+        }
         let now = Self.milliseconds(configuration.clock())  // one clock read, as in get
         /// Lends `bytes` to `body` unless `record` expired, marking this thread as borrowing.
         func lend(_ record: EntryRecord, _ bytes: UnsafeRawBufferPointer) throws(ImageStoreError) -> R? {

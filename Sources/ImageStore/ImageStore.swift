@@ -35,6 +35,9 @@ public final class ImageStore: Sendable {
     let maintenance: StoreMaintenance?
     let policy: ExpiryPolicy
     private let normalizer: URLNormalizer
+    /// The write path's key filter, held here so a read reaches it without retaining the
+    /// write path (which weak references make a slow, side-table retain); nil when read-only.
+    private let keyFilter: KeyFilter?
     let validator: ImageValidator
     /// Counters, gauges and the event seam (`Observability/`).
     let counters: StoreCounters
@@ -104,6 +107,7 @@ public final class ImageStore: Sendable {
             throw error
         }
         counters.refreshSizes(tier)
+        keyFilter = writes?.index.keys
         self.path = path
         self.configuration = configuration
         self.validator = ImageValidator(limits: configuration.rejectTrailingBytes ? .strict : .default)
@@ -181,6 +185,9 @@ public final class ImageStore: Sendable {
         writes?.abandon()
         _ = Self.openStores.withLock { $0.remove(identity) }
     }
+
+    /// The write path's key filter (`KeyFilter`), for tests; nil when read-only.
+    package var keyFilterForTesting: KeyFilter? { keyFilter }
 
     /// The log's state, for `imgstore-admin wal`; nil when read-only.
     package var logStatus: LogStatus? { writes?.log.status() }
@@ -301,6 +308,12 @@ public final class ImageStore: Sendable {
                                   allowingStale: allowingStale, now: time.now())
                 }
             }
+            // A key the store has never held is a miss without an LMDB lookup (`KeyFilter`).
+            // After the memory tier, not before: a memory hit does not pay for the key's hash.
+            guard mayHold(cacheKey) else {
+                counters.count(.miss)
+                return nil
+            }
             let generation = memory?.currentGeneration ?? 0
             // A class reference, nil on a miss: no optional record is copied on the way out.
             guard let entry = try tier.entry(cacheKey: cacheKey) else {
@@ -404,11 +417,21 @@ public final class ImageStore: Sendable {
 
     /// The newest record for `cacheKey`: the log's when it has one, else LMDB's.
     func record(cacheKey: String) throws(ImageStoreError) -> EntryRecord? {
-        switch writes?.index.lookup(cacheKey) ?? .unknown {
+        guard mayHold(cacheKey) else { return nil }
+        return switch writes?.index.lookup(cacheKey) ?? .unknown {
         case let .put(record, _): record
         case .deleted: nil
         case .unknown: try tier.record(cacheKey: cacheKey)
         }
+    }
+
+    /// False when `cacheKey` is certainly in neither LMDB nor the log: a writable store's key
+    /// filter (`KeyFilter`) says so. A read-only store has none (another process writes) and
+    /// always looks.
+    @inline(__always)
+    func mayHold(_ cacheKey: String) -> Bool {
+        guard let keyFilter else { return true }
+        return tier.withKeyHash(cacheKey) { keyFilter.mayContain($0) }
     }
 
     /// The durability a call asked for, else the configuration's, with its interval checked.

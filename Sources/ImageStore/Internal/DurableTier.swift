@@ -187,6 +187,24 @@ final class DurableTier: Sendable {
         }
     }
 
+    /// Calls `body` with the key hash (`StoreFormat.hashByteCount` bytes) of every entry, from
+    /// one snapshot, and returns how many there were: what `KeyFilter` is built from.
+    /// - Throws: `corruptStore` for a key of the wrong size or a damaged tree.
+    func forEachKeyHash(_ body: (UnsafeRawBufferPointer) -> Void) throws(ImageStoreError) -> Int {
+        try reading("listing the entries' keys") { txn in
+            var count = 0
+            _ = try txn.scan(entries) { key, _ in
+                guard key.count == StoreFormat.entryKeyByteCount else {
+                    throw ImageStoreError.corruptStore(path: path, detail: "an entry key has \(key.count) bytes, not \(StoreFormat.entryKeyByteCount) (key \(Self.hex(key)))")
+                }
+                body(UnsafeRawBufferPointer(rebasing: key[..<StoreFormat.hashByteCount]))
+                count += 1
+                return true
+            }
+            return count
+        }
+    }
+
     /// Entry count and the logical-bytes counter, from one snapshot.
     func counts() throws(ImageStoreError) -> (entries: Int, logicalBytes: Int) {
         try reading("reading statistics") { txn in
@@ -306,7 +324,8 @@ final class DurableTier: Sendable {
 
     /// Calls `body` with `cacheKey`'s first collision slot key (its hash, then slot 0), in a
     /// stack buffer.
-    private func withKeyHash<R>(_ cacheKey: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+    @inline(__always)
+    func withKeyHash<R>(_ cacheKey: String, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try withUnsafeTemporaryAllocation(byteCount: StoreFormat.entryKeyByteCount, alignment: 8) { start in
             if hasCustomKeyHasher {
                 let hash = keyHasher(cacheKey)

@@ -26,10 +26,26 @@ final class PendingIndex: Sendable {
     private let state = LockedValue(State())
     /// Whether anything is pending: lets the common case (an idle log) skip the lock.
     private let isEmpty = Atomic<Bool>(true)
+    /// Every key LMDB or this index may hold (`KeyFilter`): a put sets its key's bits here
+    /// under this index's lock, before the put is visible.
+    let keys: KeyFilter
+    /// A cache key's hash, as LMDB keys it (`DurableTier.keyHasher`).
+    private let keyHasher: @Sendable (String) -> [UInt8]
+
+    init(keyHasher: @escaping @Sendable (String) -> [UInt8] = Checksum.key, keyFilterMinimumKeys: Int = KeyFilter.defaultMinimumKeys) {
+        self.keyHasher = keyHasher
+        keys = KeyFilter(minimumKeys: keyFilterMinimumKeys)
+    }
 
     /// Records a change; called in sequence order (under the log's lock).
     func record(_ entry: LogEntry, sequence: UInt64) {
+        let hash: [UInt8]? = switch entry {
+        case let .put(record, _), let .renew(record, _): keyHasher(record.cacheKey)
+        case .delete, .deleteAll: nil
+        }
         state.withLock { state in
+            // Before the change is visible: a reader told "absent" by the filter never looks here.
+            if let hash { hash.withUnsafeBytes { keys.insert($0) } }
             switch entry {
             case let .put(record, data): state.changes[record.cacheKey] = (sequence, (record, data))
             case let .renew(record, data):
@@ -81,6 +97,22 @@ final class PendingIndex: Sendable {
                 }
             }
             isEmpty.store(state.changes.isEmpty && state.clearSequence == nil, ordering: .releasing)
+        }
+    }
+
+    /// Starts rebuilding the key filter: under this index's lock, so no put is recorded between
+    /// the start and the pending keys going into the new table. Returns that table, for the
+    /// caller to add every key of one LMDB snapshot taken after this returns, and the number
+    /// of keys added; nil when a rebuild is already running.
+    func beginKeyFilterRebuild(storedKeys: Int) -> (table: KeyFilter.Table, keys: Int)? {
+        state.withLock { state in
+            let puts = state.changes.values.filter { $0.put != nil }
+            guard let table = keys.beginRebuild(expectedKeys: storedKeys + puts.count) else { return nil }
+            for change in puts {
+                guard let (record, _) = change.put else { continue }
+                keyHasher(record.cacheKey).withUnsafeBytes { table.insert($0) }
+            }
+            return (table, puts.count)
         }
     }
 

@@ -7,12 +7,14 @@ import Synchronization
 /// else writes to LMDB.
 final class WritePath: Sendable {
     let tier: DurableTier
-    let index = PendingIndex()
+    let index: PendingIndex
     let log: WriteAheadLog
     let applier: LogApplier
     let recoveryReport: RecoveryReport
     private let lock: LockedValue<WriterLock?>
     private let syncFault: (@Sendable () -> ImageStoreError?)?
+    /// `Configuration.keyFilterWillScan` (tests).
+    private let keyFilterWillScan: (@Sendable () -> Void)?
     private let directory: String
     private let fileSystem: any LogFileSystem
     /// Room left in the map, so `put` can refuse what cannot fit before logging it (an
@@ -33,8 +35,10 @@ final class WritePath: Sendable {
          afterApply: @escaping @Sendable () -> Void) throws(ImageStoreError) {
         self.afterApply = afterApply
         syncFault = configuration.checkpointSyncFault
+        keyFilterWillScan = configuration.keyFilterWillScan
         let directory = tier.path
         self.tier = tier
+        index = PendingIndex(keyHasher: tier.keyHasher, keyFilterMinimumKeys: configuration.keyFilterMinimumKeys)
         self.directory = directory
         self.counters = counters
         self.fileSystem = TimedLogFileSystem(base: configuration.logFileSystem, metrics: counters.log)
@@ -116,6 +120,26 @@ final class WritePath: Sendable {
         }
         relay.set(log: log) { [weak self] batch in self?.afterBatch(batch) }
         counters.events.emit(.recovered(report))
+        rebuildKeyFilter()
+    }
+
+    /// Builds the key filter afresh (`KeyFilter`) from the pending keys and one LMDB snapshot
+    /// taken after them: at the open (before any put), and on the writer queue once the
+    /// published table holds more keys than it was sized for. A failure (a damaged tree) keeps
+    /// the table there is, which stays complete, or none, and then reads look every key up;
+    /// the reads that reach the damage report it, so it is not reported here as well.
+    private func rebuildKeyFilter() {
+        guard !tier.isRefusingWrites else { return }
+        let stored: Int
+        do { stored = try tier.counts().entries } catch { return }
+        guard let (table, pending) = index.beginKeyFilterRebuild(storedKeys: stored) else { return }
+        keyFilterWillScan?()
+        do {
+            let scanned = try tier.forEachKeyHash { table.insert($0) }
+            index.keys.finishRebuild(keys: pending + scanned)
+        } catch {
+            index.keys.abandonRebuild()
+        }
     }
 
     /// Deletes what the store keeps on disk that holds no data, for a replay that found the
@@ -301,6 +325,7 @@ final class WritePath: Sendable {
     /// fresh measurement when space may run short), and a checkpoint when a segment closed.
     private func afterBatch(_ batch: [SequencedEntry]) {
         afterApply()
+        if index.keys.wantsRebuild { rebuildKeyFilter() }
         let need = batch.reduce(0) { $0 + MapSpace.need($1.entry) }
         // A failed measurement counts the batch as using all it reserved (never an over-estimate).
         space.applied(need: need, measured: space.wantsMeasurement ? counters.events.value(.measuring) { () throws(ImageStoreError) in try tier.availableBytes() } : nil)
