@@ -36,7 +36,13 @@ extension ImageStore {
         /// Read at most once per read, only when the read needs the time (a miss does not), and
         /// then possibly inside the memory tier's lock: keep it cheap, and never call the store
         /// from it.
-        public var clock: @Sendable () -> Date = { Date() }
+        public var clock: @Sendable () -> Date = { Date() } {
+            didSet { usesSystemClock = false }
+        }
+        /// Whether `clock` is still the default: reads then take the time from
+        /// `clock_gettime(CLOCK_REALTIME)` as integer milliseconds (`ReadClock`), the source
+        /// `Date()` reads, without its conversions through `Double`.
+        private(set) var usesSystemClock = true
         /// Use `MDB_WRITEMAP`. Faster bulk writes, but a full disk on a sparse data file is then
         /// a `SIGBUS` instead of an error; off by default.
         public var writeMap = false

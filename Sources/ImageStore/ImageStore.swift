@@ -282,7 +282,7 @@ public final class ImageStore: Sendable {
         try checkOpen()
         let cacheKey = try keys(for: url).cacheKey
         // One clock read per get, and none on a miss: read when a check first needs the time.
-        var time = ReadClock(configuration.clock)
+        var time = ReadClock(configuration)
         do {
             switch writes?.index.lookup(cacheKey) ?? .unknown {
             case let .put(record, data):
