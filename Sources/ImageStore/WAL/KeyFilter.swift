@@ -50,6 +50,12 @@ package final class KeyFilter: Sendable {
         var inserted = 0
         /// Tables published so far.
         var builds = 0
+        /// Keys inserted since the filter was made (into any table, or none yet).
+        var insertions = 0
+        /// `insertions` when the last rebuild failed: the next waits until as many more went in
+        /// (at least `minimumKeys`), so a store whose scan keeps failing is not rescanned after
+        /// every applied batch.
+        var failedAt: Int?
     }
 
     /// Whether `hash` (a key hash, at least 16 bytes) may be in the store. False means the key is
@@ -73,6 +79,7 @@ package final class KeyFilter: Sendable {
         let key = Key(hash)
         state.withLock { state in
             state.next?.insert(key)
+            state.insertions += 1
             if let current = state.current {
                 current.insert(key)
                 state.inserted += 1
@@ -84,6 +91,7 @@ package final class KeyFilter: Sendable {
     /// time to rebuild it from the keys the store holds now.
     package var wantsRebuild: Bool {
         state.withLock { state in
+            if let failedAt = state.failedAt, state.insertions < failedAt + max(failedAt, minimumKeys) { return false }
             guard let current = state.current else { return state.next == nil }
             return state.inserted > current.designKeys
         }
@@ -120,13 +128,18 @@ package final class KeyFilter: Sendable {
             state.next = nil
             state.inserted = keys
             state.builds += 1
+            state.failedAt = nil
             published.store(Int(bitPattern: Unmanaged.passUnretained(next).toOpaque()), ordering: .releasing)
         }
     }
 
-    /// Drops a rebuild that failed; the published table (if any) stays, complete.
+    /// Drops a rebuild that failed; the published table (if any) stays, complete. The next
+    /// is wanted only once as many keys again went in (`State.failedAt`).
     package func abandonRebuild() {
-        state.withLock { $0.next = nil }
+        state.withLock { state in
+            state.next = nil
+            state.failedAt = state.insertions
+        }
     }
 
     /// How many tables were published (tests): 0 until the first build.

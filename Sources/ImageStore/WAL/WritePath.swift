@@ -131,7 +131,10 @@ final class WritePath: Sendable {
     private func rebuildKeyFilter() {
         guard !tier.isRefusingWrites else { return }
         let stored: Int
-        do { stored = try tier.counts().entries } catch { return }
+        do { stored = try tier.counts().entries } catch {
+            index.keys.abandonRebuild()  // not started: backs the next attempt off all the same
+            return
+        }
         guard let (table, pending) = index.beginKeyFilterRebuild(storedKeys: stored) else { return }
         keyFilterWillScan?()
         do {

@@ -1,6 +1,7 @@
 import Foundation
 @testable import ImageStore
 import ImageStoreTestSupport
+import LMDB
 import Locking
 import Synchronization
 import Testing
@@ -59,6 +60,21 @@ import Testing
         // one and the one a rebuild fills, reused in turn.
         #expect(filter.allocated.tables == 3, "\(filter.allocated.tables) tables")
         for n in 950..<1_000 { #expect(Self.mayContain(filter, Self.hash(n))) }
+    }
+
+    @Test func aFailedRebuildIsRetriedOnlyOnceAsManyKeysAgainWentIn() throws {
+        let filter = KeyFilter(minimumKeys: 64)
+        try Self.build(filter, 0..<10)
+        for n in 10..<200 { Self.hash(n).withUnsafeBytes { filter.insert($0) } }  // 190 insertions
+        #expect(filter.wantsRebuild)
+        _ = try #require(filter.beginRebuild(expectedKeys: 200))
+        filter.abandonRebuild()  // a scan that failed
+        #expect(!filter.wantsRebuild, "retried at once: a store whose scan fails would rescan after every batch")
+        for n in 200..<389 { Self.hash(n).withUnsafeBytes { filter.insert($0) } }
+        #expect(!filter.wantsRebuild, "189 of 190 insertions since the failure")
+        Self.hash(389).withUnsafeBytes { filter.insert($0) }
+        #expect(filter.wantsRebuild)
+        for n in 0..<390 { #expect(Self.mayContain(filter, Self.hash(n)), "the old table stays complete") }
     }
 
     /// The store's protocol with real threads: a writer records keys (filter first, then the
@@ -152,6 +168,28 @@ import Testing
             #expect(try !reopened.contains(missing))
             #expect(try reopened.withImage(for: missing) { _, _ in 1 } == nil)
             #expect(try reopened.statistics().misses == before + 2, "get and withImage count a miss")
+        }
+    }
+
+    /// A damaged `entries` tree can hold a key of another size. No read finds it, so the scan
+    /// skips it: it failed the open's build instead, leaving no filter, and every applied batch
+    /// then started a scan that failed again (review of the filter, 2026-12-05).
+    @Test func aKeyOfAnotherSizeInTheEntriesTreeIsSkippedByTheBuild() throws {
+        try withTemporaryDirectory { directory throws in
+            let path = directory + "/store"
+            let store = try ImageStore(path: path, configuration: configuration())
+            for n in 0..<10 { try store.put(Data([UInt8(n)]), for: "https://x.test/\(n)") }
+            store.close()
+            do {
+                let environment = try Environment.open(path: path)
+                let entries = try environment.openDatabase(named: "entries", create: false)
+                try environment.write { txn in try txn.put(entries, key: [1, 2, 3, 4, 5], value: [0]) }
+            }
+            let reopened = try ImageStore(path: path, configuration: configuration())
+            defer { reopened.close() }
+            #expect(try #require(reopened.keyFilterForTesting).builds == 1, "the open's build")
+            for n in 0..<10 { #expect(try reopened.get("https://x.test/\(n)")?.data == Data([UInt8(n)])) }
+            #expect(try reopened.get("https://x.test/never-stored") == nil)
         }
     }
 

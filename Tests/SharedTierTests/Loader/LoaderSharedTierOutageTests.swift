@@ -66,7 +66,7 @@ struct LoaderSharedTierOutageTests {
         try await withFleet { server, origin in
             let host = try makeHost(server)
             defer { try? host.close() }
-            try server.signal(SIGSTOP)
+            try server.freeze()
             do {
                 try await expectLoadsGoOnWhileTheBreakerOpens(host, origin, kind: "timedOut", tag: "frozen")
             } catch {

@@ -83,7 +83,7 @@ struct SharedTierOutageTests {
             let clock = ManualClock()
             let tier = try makeTier(server, clock: clock)
             try await seed(tier, "https://origin.test/frozen.jpg", clock: clock, server: server)
-            try server.signal(SIGSTOP)
+            try server.freeze()
             await expectBreakerOpens(tier, "https://origin.test/frozen.jpg", kind: "timedOut")
             try server.signal(SIGCONT)
             await expectBreakerCloses(tier, "https://origin.test/frozen.jpg", clock: clock)
