@@ -92,8 +92,8 @@ import Testing
             switch role {
             case 0:  // the writer: as PendingIndex.record, under the lock the rebuild starts under
                 var n = 0
-                // At most 20 000 keys: each rebuild inserts them all again.
-                while !done.load(ordering: .acquiring) && n < 20_000 {
+                // At most 8 000 keys: each rebuild inserts them all again.
+                while !done.load(ordering: .acquiring) && n < 8_000 {
                     stored.withLock { keys in
                         Self.hash(n).withUnsafeBytes { filter.insert($0) }
                         keys.append(n)
@@ -103,7 +103,9 @@ import Testing
                 }
             case 1:  // the rebuilder: begins under the lock with the keys seen there, then the rest
                 defer { done.store(true, ordering: .releasing) }
-                while filter.builds <= rebuilds {
+                // Both conditions, whatever the scheduler does: a loaded machine once let the
+                // rebuilds finish before the writer had run at all.
+                while filter.builds <= rebuilds || acknowledged.load(ordering: .acquiring) < 2_000 {
                     let started: (KeyFilter.Table, [Int])? = stored.withLock { keys in
                         // Alternate sizes, so tables are both allocated and reused.
                         guard let table = filter.beginRebuild(expectedKeys: keys.count % 3 == 0 ? 16 : 200) else { return nil }
@@ -127,7 +129,7 @@ import Testing
         group.wait()
         #expect(misses.load(ordering: .relaxed) == 0, "acknowledged keys read as absent")
         let total = acknowledged.load(ordering: .acquiring)
-        #expect(total > 500, "only \(total) keys written during \(rebuilds) rebuilds")
+        #expect(total >= 2_000 && filter.builds > rebuilds, "\(total) keys written during \(filter.builds) builds")
         #expect((0..<total).allSatisfy { Self.mayContain(filter, Self.hash($0)) })
     }
 
@@ -286,7 +288,7 @@ import Testing
             try store.checkpoint()
             let failures = lost.withLock { $0 }
             #expect(failures.count == 0, "\(failures.count) reads of acknowledged keys failed, first: \(failures.first)")
-            #expect(filter.builds > 10, "only \(filter.builds) builds: few rebuilds raced the puts")
+            #expect(filter.builds > 5, "only \(filter.builds) builds: few rebuilds raced the puts")
             for n in (total - 20)..<total { #expect(try store.get("https://x.test/\(n)") != nil, "\(n)") }
         }
     }
