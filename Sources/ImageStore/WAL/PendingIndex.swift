@@ -106,12 +106,9 @@ final class PendingIndex: Sendable {
     /// of keys added; nil when a rebuild is already running.
     func beginKeyFilterRebuild(storedKeys: Int) -> (table: KeyFilter.Table, keys: Int)? {
         state.withLock { state in
-            let puts = state.changes.values.filter { $0.put != nil }
+            let puts = state.changes.values.compactMap(\.put)
             guard let table = keys.beginRebuild(expectedKeys: storedKeys + puts.count) else { return nil }
-            for change in puts {
-                guard let (record, _) = change.put else { continue }
-                keyHasher(record.cacheKey).withUnsafeBytes { table.insert($0) }
-            }
+            for (record, _) in puts { keyHasher(record.cacheKey).withUnsafeBytes { table.insert($0) } }
             return (table, puts.count)
         }
     }

@@ -149,12 +149,18 @@ import Testing
         return configuration
     }
 
+    /// Creates a store at `path` holding entries 0..<`count` (one byte each, `https://x.test/N`)
+    /// and closes it, so the next open builds its filter from LMDB.
+    private func makeClosedStore(at path: String, entries count: Int) throws {
+        let store = try ImageStore(path: path, configuration: configuration())
+        for n in 0..<count { try store.put(Data([UInt8(n)]), for: "https://x.test/\(n)") }
+        store.close()
+    }
+
     @Test func aNeverStoredURLIsAMissCountedAsOneAndStoredOnesAreFoundAfterReopening() throws {
         try withTemporaryDirectory { directory throws in
             let path = directory + "/store"
-            let store = try ImageStore(path: path, configuration: configuration())
-            for n in 0..<50 { try store.put(Data([UInt8(n)]), for: "https://x.test/\(n)") }
-            store.close()
+            try makeClosedStore(at: path, entries: 50)
 
             let reopened = try ImageStore(path: path, configuration: configuration())
             defer { reopened.close() }
@@ -179,9 +185,7 @@ import Testing
     @Test func aKeyOfAnotherSizeInTheEntriesTreeIsSkippedByTheBuild() throws {
         try withTemporaryDirectory { directory throws in
             let path = directory + "/store"
-            let store = try ImageStore(path: path, configuration: configuration())
-            for n in 0..<10 { try store.put(Data([UInt8(n)]), for: "https://x.test/\(n)") }
-            store.close()
+            try makeClosedStore(at: path, entries: 10)
             do {
                 let environment = try Environment.open(path: path)
                 let entries = try environment.openDatabase(named: "entries", create: false)
