@@ -249,7 +249,12 @@ final class WritePath: Sendable {
     /// - Throws: `storeFull` when it does not fit; what `admitNow` and `settle` throw.
     private func admitAfterSettling(_ entry: LogEntry) throws(ImageStoreError) -> (need: Int, logged: Int) {
         try settle()
-        space.measured(try tier.availableBytes())
+        // On the writer queue: a measurement taken here while the applier applied a batch and
+        // set its own (smaller) one could land after it and undo it, counting room that batch
+        // had just used, so a put admitted on it could find the map full when applied.
+        try ImageStoreError.rethrowing(path: directory, operation: "measuring free space") {
+            try tier.writer.sync { space.measured(try tier.availableBytes()) }
+        }
         guard let admitted = try admitNow(entry) else { throw .storeFull(path: directory, limit: tier.maxMapSize) }
         return admitted
     }
