@@ -137,6 +137,10 @@ extension ImageStore {
         /// Called by a key filter rebuild between its start and its LMDB snapshot, on the writer
         /// queue, so tests can land puts in between. Not public API.
         package var keyFilterWillScan: (@Sendable () -> Void)?
+        /// Called by a put that waited for the applier, between its measurement of the map's
+        /// free room and recording it (on the writer queue), so tests can try to apply a batch
+        /// in between. Not public API.
+        package var admissionWillRecordMeasurement: (@Sendable () -> Void)?
 
         /// Values given to the deprecated `TimeInterval` views that no `Expiry` or `Duration`
         /// holds (NaN, an infinite period, beyond ±292 billion years), by the view's name, so

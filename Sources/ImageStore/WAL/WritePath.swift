@@ -15,11 +15,14 @@ final class WritePath: Sendable {
     private let syncFault: (@Sendable () -> ImageStoreError?)?
     /// `Configuration.keyFilterWillScan` (tests).
     private let keyFilterWillScan: (@Sendable () -> Void)?
+    /// `Configuration.admissionWillRecordMeasurement` (tests).
+    private let admissionWillRecordMeasurement: (@Sendable () -> Void)?
     private let directory: String
     private let fileSystem: any LogFileSystem
     /// Room left in the map, so `put` can refuse what cannot fit before logging it (an
     /// acknowledged put must be appliable).
-    private let space: MapSpace
+    /// Internal for tests, which set a stale estimate.
+    let space: MapSpace
     /// Metrics and the event seam (`Observability/`).
     private let counters: StoreCounters
 
@@ -36,6 +39,7 @@ final class WritePath: Sendable {
         self.afterApply = afterApply
         syncFault = configuration.checkpointSyncFault
         keyFilterWillScan = configuration.keyFilterWillScan
+        admissionWillRecordMeasurement = configuration.admissionWillRecordMeasurement
         let directory = tier.path
         self.tier = tier
         index = PendingIndex(keyHasher: tier.keyHasher, keyFilterMinimumKeys: configuration.keyFilterMinimumKeys)
@@ -253,7 +257,11 @@ final class WritePath: Sendable {
         // set its own (smaller) one could land after it and undo it, counting room that batch
         // had just used, so a put admitted on it could find the map full when applied.
         try ImageStoreError.rethrowing(path: directory, operation: "measuring free space") {
-            try tier.writer.sync { space.measured(try tier.availableBytes()) }
+            try tier.writer.sync {
+                let measured = try tier.availableBytes()
+                admissionWillRecordMeasurement?()
+                space.measured(measured)
+            }
         }
         guard let admitted = try admitNow(entry) else { throw .storeFull(path: directory, limit: tier.maxMapSize) }
         return admitted

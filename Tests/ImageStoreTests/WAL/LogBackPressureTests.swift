@@ -1,5 +1,6 @@
 import Foundation
 import Locking
+import Synchronization
 @testable import ImageStore
 import ImageStoreTestSupport
 import Testing
@@ -52,4 +53,66 @@ import Testing
         }
     }
 
+    /// A put that finds the map estimate too small waits for the applier and measures again.
+    /// A batch applied between that measurement and its recording must not be undone by it:
+    /// the older figure counts room the batch has used, and a put admitted on it would be
+    /// acknowledged and then not fit in the map. Here the hook tries to apply a put of more
+    /// than half the map in that window; of the two puts only one fits, and whichever is
+    /// acknowledged must be applied.
+    @Test func aBatchAppliedWhileARefusedPutMeasuresIsNotUndoneByItsMeasurement() throws {
+        try withTemporaryDirectory { directory throws in
+            let armed = Mutex(true)
+            let window = LockedValue<(@Sendable () -> Void)?>(nil)
+            var configuration = LogTest.configuration()
+            configuration.initialMapSize = 4 << 20
+            configuration.maxMapSize = 4 << 20
+            configuration.logSegmentBytes = 8 << 20
+            configuration.admissionWillRecordMeasurement = {
+                guard armed.withLock({ (armed: inout Bool) -> Bool in defer { armed = false }; return armed }) else { return }
+                window.withLock { $0 }?()
+            }
+            let store = try ImageStore(path: directory, configuration: configuration)
+            defer { store.close() }
+            let writes = try #require(store.writes)
+            let free = try writes.tier.availableBytes()
+            let first = Data(repeating: 0xA1, count: free * 6 / 10)
+            let second = Data(repeating: 0xB2, count: free * 6 / 10)
+            #expect(first.count + first.count / 8 + (64 << 10) <= free, "each put fits in the map alone")
+
+            let outcomes = LockedValue<[String: String]>([:])
+            @Sendable func put(_ data: Data, as name: String) {
+                do {
+                    try store.put(data, for: "https://x.test/\(name)")
+                    outcomes.withLock { $0[name] = "acknowledged" }
+                } catch {
+                    outcomes.withLock { $0[name] = "\(error)" }
+                }
+            }
+            window.withLock {
+                $0 = {
+                    // The second put, from another thread; give its batch up to 2 s to be applied
+                    // (it cannot be while this window holds the writer queue).
+                    let applied = writes.applier.appliedSequence
+                    Thread.detachNewThread { put(second, as: "second") }
+                    let deadline = Date() + 2
+                    while writes.applier.appliedSequence == applied && Date() < deadline { usleep(1000) }
+                }
+            }
+            // As a measurement taken while a reader pinned free pages would leave it: too small
+            // for the first put, which then waits for the applier and measures again.
+            writes.space.measured(0)
+            put(first, as: "first")
+            let deadline = Date() + 30
+            while outcomes.withLock({ $0.count }) < 2 && Date() < deadline { usleep(1000) }
+            let settled = outcomes.withLock { $0 }
+            try #require(settled.count == 2, "both puts returned: \(settled)")
+            #expect(throws: Never.self, "applying what was acknowledged") { try writes.settle() }
+            #expect(writes.applier.failure == nil, "an acknowledged put could not be applied: \(settled)")
+            let acknowledged = settled.filter { $0.value == "acknowledged" }.keys.sorted()
+            #expect(acknowledged.count == 1, "only one of the two fits: \(settled)")
+            for name in acknowledged {
+                #expect(try store.get("https://x.test/\(name)")?.data == (name == "first" ? first : second), "\(name)")
+            }
+        }
+    }
 }
