@@ -41,7 +41,8 @@ extension ImageStore {
         }
         /// Whether `clock` is still the default: reads then take the time from
         /// `clock_gettime(CLOCK_REALTIME)` as integer milliseconds (`ReadClock`), the source
-        /// `Date()` reads, without its conversions through `Double`.
+        /// `Date()` reads, without its conversions through `Double`; and a memory hit whose
+        /// expiry is over a second away reads `CLOCK_REALTIME_COARSE` instead (`isBefore`).
         private(set) var usesSystemClock = true
         /// Use `MDB_WRITEMAP`. Faster bulk writes, but a full disk on a sparse data file is then
         /// a `SIGBUS` instead of an error; off by default.

@@ -294,11 +294,13 @@ public final class ImageStore: Sendable {
             case .unknown:
                 break
             }
-            if let hit = memory?.entry(cacheKey, now: { time.now() }) {
+            // The memory tier drops only what expired by the coarse clock (`notAfterNow`); the
+            // freshness that decides is checked here.
+            if let hit = memory?.entry(cacheKey, now: { time.notAfterNow() }) {
                 // The hot path: a fresh entry with a fixed expiry (the memory tier drops those once
                 // expired) returns the cached object itself as the image's contents: no record or
                 // info copy, no dates, no retain of the info's strings.
-                if hit.record.slidingSeconds == 0, hit.record.expiresAt.map({ $0 > time.now() }) ?? true {
+                if hit.record.slidingSeconds == 0, hit.record.expiresAt.map({ time.isBefore($0) }) ?? true {
                     counters.count(.memory)
                     if policy.tracksAccess { maintenance?.tracker.touch(cacheKey, at: time.now()) }
                     return StoredImage(contents: hit, source: .memory)

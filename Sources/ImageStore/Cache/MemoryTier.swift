@@ -54,7 +54,8 @@ final class MemoryTier: Sendable {
 
     /// The entry for `cacheKey`, with `now` (milliseconds of the store's clock) called only when
     /// the cache holds an entry with an expiry for it, inside the cache's lock: a miss reads no
-    /// clock. The store passes its once-per-get time (`ReadClock`).
+    /// clock. The cache drops an entry expired at `now`, so `now` must not be later than the
+    /// read's time; the store passes `ReadClock.notAfterNow` and checks freshness itself.
     func entry(_ cacheKey: String, now: () -> Int64) -> Entry? { cache.value(forKey: cacheKey, now: now) }
 
     /// The generation to pass to `fill` after reading LMDB.
