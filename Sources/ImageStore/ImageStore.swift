@@ -302,7 +302,8 @@ public final class ImageStore: Sendable {
                 // info copy, no dates, no retain of the info's strings.
                 if hit.record.slidingSeconds == 0, hit.record.expiresAt.map({ time.isBefore($0) }) ?? true {
                     counters.count(.memory)
-                    if policy.tracksAccess { maintenance?.tracker.touch(cacheKey, at: time.now()) }
+                    // An access time no later than the read's is safe for the budget's order.
+                    if policy.tracksAccess { maintenance?.tracker.touch(cacheKey, at: time.notAfterNow()) }
                     return StoredImage(contents: hit, source: .memory)
                 }
                 if allowingStale || !isExpired(hit.record, now: time.now()) {

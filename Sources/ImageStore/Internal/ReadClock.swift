@@ -4,10 +4,11 @@ import Foundation
 /// it (an expiry check, an access time). A miss needs none, and a clock read was about 3% of
 /// one (`imgstore-bench --cases get.miss`, perf).
 ///
-/// Every decision of one read (served or expired, the access time) sees the same time, as when
-/// the clock was read up front. With the system clock, a check a second or more before its
-/// deadline reads the kernel's coarse clock instead (`isBefore`, `notAfterNow`): 5 ns here
-/// against 23 ns for `CLOCK_REALTIME`, which was a seventh of a memory hit.
+/// A read's checks see one precise time, read at most once, as when the clock was read up
+/// front; or, with the system clock, the kernel's coarse clock, read at most once, where it
+/// cannot change the outcome (`isBefore`, `notAfterNow`): 5 ns here against 23 ns for
+/// `CLOCK_REALTIME`, which was a seventh of a memory hit. Invariant: the coarse time is never
+/// later than the precise one.
 struct ReadClock {
     // The clock itself, not the store: a closure over the store retained it (an atomic write to
     // a count every reading thread shares) on every lookup, and reading `configuration.clock`
@@ -17,8 +18,8 @@ struct ReadClock {
     /// The clock is the system's (`Configuration.usesSystemClock`): read it directly.
     private let isSystemClock: Bool
     private var milliseconds: Int64?
-    /// `CLOCK_REALTIME_COARSE` in nanoseconds, once read.
-    private var coarseNanoseconds: Int64?
+    /// `CLOCK_REALTIME_COARSE` in milliseconds, once read.
+    private var coarseMilliseconds: Int64?
 
     init(_ configuration: ImageStore.Configuration) {
         clock = configuration.clock
@@ -40,12 +41,13 @@ struct ReadClock {
     /// Invariant: `CLOCK_REALTIME_COARSE` is `CLOCK_REALTIME` as of the kernel's last timekeeping
     /// update, never ahead of it, and behind it by a tick or two (at most 5.8 ms in 400 000
     /// reads here, `Tools/clock-lag/run.sh`; the resolution `clock_getres` gives, 4 ms, is
-    /// exceeded). The margin is 170 times that. The one case it does not cover: in the tick
-    /// after a virtual machine resumes from a pause of over a second, an entry that expired
-    /// during the pause may be served as a memory hit.
+    /// exceeded). The margin is 170 times that. What it does not cover: whenever the kernel's
+    /// timekeeping update stalls for over a second (in the tick after a virtual machine resumes
+    /// from a pause, after a checkpoint/restore, in a long interrupts-off stall), an entry that
+    /// expired meanwhile may be served as a memory hit until the next update.
     @inline(__always)
     mutating func isBefore(_ deadline: Int64) -> Bool {
-        if milliseconds == nil && isSystemClock && deadline > coarse() / 1_000_000 + Self.coarseMargin { return true }
+        if milliseconds == nil && isSystemClock && deadline > coarse() + Self.coarseMargin { return true }
         return deadline > now()
     }
 
@@ -57,7 +59,7 @@ struct ReadClock {
     /// the system's and `now()` was not read yet, else `now()`.
     @inline(__always)
     mutating func notAfterNow() -> Int64 {
-        if milliseconds == nil && isSystemClock { return coarse() / 1_000_000 }
+        if milliseconds == nil && isSystemClock { return coarse() }
         return now()
     }
 
@@ -65,9 +67,13 @@ struct ReadClock {
     var hasReadPreciseClock: Bool { milliseconds != nil }
 
     private mutating func coarse() -> Int64 {
-        if let coarseNanoseconds { return coarseNanoseconds }
-        let read = Self.nanoseconds(CLOCK_REALTIME_COARSE)
-        coarseNanoseconds = read
+        if let coarseMilliseconds { return coarseMilliseconds }
+        #if os(Linux)
+        let read = Self.milliseconds(CLOCK_REALTIME_COARSE)
+        #else
+        let read = Self.systemMilliseconds()  // no coarse wall clock: the precise one is never later
+        #endif
+        coarseMilliseconds = read
         return read
     }
 
@@ -75,13 +81,14 @@ struct ReadClock {
     /// reads, in whole milliseconds since 1970 by integer arithmetic. About a third of a memory
     /// hit's clock cost was the conversions to and from `Double` seconds since 2001.
     @inline(__always)
-    static func systemMilliseconds() -> Int64 { nanoseconds(CLOCK_REALTIME) / 1_000_000 }
+    static func systemMilliseconds() -> Int64 { milliseconds(CLOCK_REALTIME) }
 
+    /// Whole milliseconds since 1970 of `clock`, truncated as `ImageStore.milliseconds` does.
     @inline(__always)
-    private static func nanoseconds(_ clock: clockid_t) -> Int64 {
+    private static func milliseconds(_ clock: clockid_t) -> Int64 {
         var time = timespec()
         // Invariant: both clocks read here always exist, so clock_gettime cannot fail.
         clock_gettime(clock, &time)
-        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+        return Int64(time.tv_sec) * 1000 + Int64(time.tv_nsec) / 1_000_000
     }
 }

@@ -26,11 +26,15 @@ final class MapSpace: Sendable {
     /// Map bytes `entry` may need once applied: a put's overflow pages plus B-tree pages.
     static func need(_ entry: LogEntry) -> Int {
         switch entry {
-        case let .put(_, data): data.count + data.count / 8 + (64 << 10)
+        case let .put(_, data): need(putting: data.count)
         case .renew: 64 << 10  // the record and its index rows: B-tree pages only
         case .delete, .deleteAll: 0
         }
     }
+
+    /// Map bytes a put of `byteCount` bytes may need once applied: its overflow pages, an
+    /// eighth more, and 64 KiB of B-tree pages.
+    static func need(putting byteCount: Int) -> Int { byteCount + byteCount / 8 + (64 << 10) }
 
     /// Admits a write in one step under the lock, so writers racing for the last room never
     /// both get it: `checkDisk(pending)` runs first, told what admitted writes not yet applied
