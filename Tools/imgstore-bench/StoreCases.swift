@@ -34,6 +34,8 @@ enum StoreCases {
         Maker(name: "imgstore-writemap") {
             ImgStoreSystem(path: $0, configuration: .writeMapped, durability: .sync, name: "imgstore-writemap")
         },
+        // imgstore's I/O (log + fdatasync, then LMDB) without its code: the bound of the rows above in this run.
+        Maker(name: "log+lmdb-io-bound") { LogThenLMDB(name: "log+lmdb-io-bound", path: $0) },
         Maker(name: "lmdb-txn-per-put") { RawLMDB(name: "lmdb-txn-per-put", path: $0) },
         Maker(name: "lmdb-batched", batched: true) { RawLMDB(name: "lmdb-batched", path: $0) },
         Maker(name: "lmdb-batched-writemap", batched: true) {
