@@ -7,7 +7,7 @@ import Synchronization
 /// while, besides, a long reader holds one snapshot for the whole measurement. Readers never wait for writers, so
 /// throughput and p99 (per get: batch 1) should stay near the quiet rows (the base of the ratios).
 ///
-/// The writer overwrites 256 URLs of its own in turn (`.none` durability, the default image mix), so the memory
+/// The writer overwrites 256 URLs of its own in turn (`.background` durability, the default image mix), so the memory
 /// tier's hot entries are never invalidated and the store does not grow without bound.
 enum BusyReadCases {
     static let all: [BenchmarkCase] = [
@@ -66,7 +66,7 @@ enum BusyReadCases {
                 var n = 0
                 while !stopping.load(ordering: .relaxed) {
                     let url = "https://cdn.example.com/busy/\(n % 256).jpg"
-                    do { try store.put(set.images[n % set.count], for: url, durability: .none) } catch {
+                    do { try store.put(set.images[n % set.count], for: url, durability: .background) } catch {
                         fail("\(load.system): the writer failed: \(error)")
                     }
                     n += 1

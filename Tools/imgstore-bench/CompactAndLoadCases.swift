@@ -26,8 +26,8 @@ enum CompactAndLoadCases {
             var configuration = ImageStore.Configuration()
             configuration.validation = .none
             let store = try ImageStore(path: source, configuration: configuration)
-            for n in 0..<count { try store.put(payload + Data(count: n % 4096), for: "https://cdn.example.com/img/\(n).jpg", durability: .none) }
-            for n in 0..<count where n % 10 != 0 { try store.remove("https://cdn.example.com/img/\(n).jpg", durability: .none) }
+            for n in 0..<count { try store.put(payload + Data(count: n % 4096), for: "https://cdn.example.com/img/\(n).jpg", durability: .background) }
+            for n in 0..<count where n % 10 != 0 { try store.remove("https://cdn.example.com/img/\(n).jpg", durability: .background) }
             store.close()
         } catch { fail("compact fill: \(error)") }
         var status = stat()

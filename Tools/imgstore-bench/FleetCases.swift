@@ -93,14 +93,14 @@ enum FleetCases {
         let directories = (0..<hosts).map { options.scratch("fleet-host-\($0)") }
         defer { for directory in directories { options.removeScratch(directory) } }
         var storeConfiguration = ImageStore.Configuration()
-        storeConfiguration.durability = .none
+        storeConfiguration.durability = .background
         let fleet: [(store: ImageStore, tier: SharedTier?, loader: ImageLoader)]
         do {
             fleet = try directories.map { directory in
                 let store = try ImageStore(path: directory, configuration: storeConfiguration)
                 let tier = try server.map { try SharedTier(configuration: .init(s3: $0.configuration, prefix: prefix, uploadQueueLimit: 8192)) }
                 var configuration = ImageLoader.Configuration()
-                configuration.durability = .none
+                configuration.durability = .background
                 configuration.maxConcurrentDownloads = workersPerHost
                 return (store, tier, try ImageLoader(store: store, configuration: configuration, transport: origin, sharedTier: tier))
             }

@@ -203,7 +203,7 @@ final class ReadFixture: Sendable {
         set = Workloads.mix(options)
         FileHandle.standardError.write(Data("  filling the read fixtures (\(set.count) images)…\n".utf8))
         let root = options.scratch("reads")
-        imgstore = ImgStoreSystem(path: root + "/imgstore", durability: .none)
+        imgstore = ImgStoreSystem(path: root + "/imgstore", durability: .background)
         lmdb = RawLMDB(name: "lmdb", path: root + "/lmdb")
         sqlite = SQLiteBlobs(name: "sqlite", path: root + "/sqlite", synchronous: "NORMAL")
         files = FilesPerEntry(name: "files", path: root + "/files", sync: false)

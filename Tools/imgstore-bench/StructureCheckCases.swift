@@ -24,7 +24,7 @@ enum StructureCheckCases {
         do {
             let store = try ImageStore(path: directory, configuration: configuration)
             for key in 0..<size {
-                try store.put(payload, for: "https://cdn.example.com/img/\(key).jpg", durability: .none)
+                try store.put(payload, for: "https://cdn.example.com/img/\(key).jpg", durability: .background)
                 // Settle now and then: filling far ahead of the applier slows puts down more and more.
                 if key % 1_000 == 999 { _ = try store.statistics() }
             }

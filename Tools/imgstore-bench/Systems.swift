@@ -68,7 +68,7 @@ final class ImgStoreSystem: StoreSystem {
     }
 
     func get(_ url: String, thread: Int) -> Data? {
-        do { return try store.get(url)?.data } catch { fail("imgstore get \(url): \(error)") }
+        do { return try store.image(for: url)?.data } catch { fail("imgstore get \(url): \(error)") }
     }
 
     /// `statistics()` settles the log: returns once every acknowledged put is applied to LMDB. Prints the group

@@ -14,6 +14,13 @@ import Synchronization
 /// put never waits for the applier (reads of unapplied records come from the pending index), so
 /// the wait costs no put its latency; it bounds how long LMDB may lag the log when writes are
 /// sparse.
+///
+/// Large records are not gathered: while recent records average `streamedRecordBytes` or more,
+/// the applier commits what it finds at once. A commit of them costs its bytes, not its sync,
+/// and an applier that waited fell behind the log and flushed in bursts that stalled the log's
+/// syncs: 16 writers of the bench's image mix reached 0.64 of the same run's I/O bound
+/// (`imgstore-bench` `log+lmdb-io-bound`) gathering and 0.86 streaming, three alternating runs
+/// each, while 4–16 KiB puts gathered as before (1.15 and 1.06 of it, at 1 and 16 writers).
 final class LogApplier: Sendable {
     /// Records per transaction at most, and bytes per transaction at most.
     static let maxBatchRecords = 2048
@@ -23,6 +30,9 @@ final class LogApplier: Sendable {
     static let coalesceDelay: TimeInterval = 0.010
     /// Queued bytes (memory cost) at which the applier commits without waiting.
     static let defaultCoalesceBytes = 8 << 20
+    /// The mean memory cost of recent records at and above which the applier commits what it
+    /// finds without waiting for more (see the type's comment).
+    static let streamedRecordBytes = 64 << 10
 
     /// How many of `entries` (from the front) one transaction takes: up to `maxBatchRecords`,
     /// and until `maxBatchBytes` is reached (so one larger entry goes alone). Recovery's replay
@@ -46,11 +56,14 @@ final class LogApplier: Sendable {
         var failure: ImageStoreError?
         /// Threads in `waitUntilApplied`: while any waits, the applier does not gather.
         var waiters = 0
+        /// The mean memory cost of recent records (each new one weighs 1/32).
+        var recentRecordBytes = 0
 
         /// Whether the drain should commit what is queued now rather than wait for more.
         func shouldCommitNow(coalesceBytes: Int) -> Bool {
             queue.isEmpty || waiters > 0 || failure != nil || queuedBytes >= coalesceBytes
                 || queue.count >= LogApplier.maxBatchRecords
+                || recentRecordBytes >= LogApplier.streamedRecordBytes
         }
     }
 
@@ -98,9 +111,13 @@ final class LogApplier: Sendable {
     func enqueue(_ entries: [SequencedEntry]) {
         let (schedule, enough) = state.withLock { state -> (Bool, Bool) in
             state.queue.append(contentsOf: entries)
-            state.queuedBytes += entries.reduce(0) { $0 + $1.entry.memoryCost }
+            for entry in entries {
+                let cost = entry.entry.memoryCost
+                state.queuedBytes += cost
+                state.recentRecordBytes += (cost - state.recentRecordBytes) / 32
+            }
             defer { state.scheduled = true }
-            return (!state.scheduled, state.queuedBytes >= coalesceBytes)
+            return (!state.scheduled, state.shouldCommitNow(coalesceBytes: coalesceBytes))
         }
         if schedule { tier.writer.async { self.drain() } }
         if enough { wakeGatherer() }
