@@ -138,7 +138,8 @@ final class RawLMDB: StoreSystem {
     /// One reset read transaction per thread slot.
     let readers: [RawHandle]
 
-    init(name: String, path: String, writeMap: Bool = false) {
+    /// `noMetaSync`: `MDB_NOMETASYNC`, as imgstore opens LMDB (its log makes the meta page's sync unnecessary).
+    init(name: String, path: String, writeMap: Bool = false, noMetaSync: Bool = false) {
         self.name = name
         var env: OpaquePointer?
         Self.check(mdb_env_create(&env), "mdb_env_create")
@@ -146,7 +147,7 @@ final class RawLMDB: StoreSystem {
         Self.check(mdb_env_set_maxreaders(env, 126), "mdb_env_set_maxreaders")
         Self.check(mdb_env_set_maxdbs(env, 1), "mdb_env_set_maxdbs")
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        let flags = UInt32(MDB_NOTLS) | (writeMap ? UInt32(MDB_WRITEMAP) : 0)
+        let flags = UInt32(MDB_NOTLS) | (writeMap ? UInt32(MDB_WRITEMAP) : 0) | (noMetaSync ? UInt32(MDB_NOMETASYNC) : 0)
         Self.check(mdb_env_open(env, path, flags, 0o644), "mdb_env_open \(path)")
         var txn: OpaquePointer?
         var dbi: MDB_dbi = 0

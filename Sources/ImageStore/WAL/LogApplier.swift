@@ -15,12 +15,14 @@ import Synchronization
 /// the wait costs no put its latency; it bounds how long LMDB may lag the log when writes are
 /// sparse.
 ///
-/// Large records are not gathered: while recent records average `streamedRecordBytes` or more,
-/// the applier commits what it finds at once. A commit of them costs its bytes, not its sync,
-/// and an applier that waited fell behind the log and flushed in bursts that stalled the log's
-/// syncs: 16 writers of the bench's image mix reached 0.64 of the same run's I/O bound
-/// (`imgstore-bench` `log+lmdb-io-bound`) gathering and 0.86 streaming, three alternating runs
-/// each, while 4–16 KiB puts gathered as before (1.15 and 1.06 of it, at 1 and 16 writers).
+/// Large records are not gathered: while recent records average `streamedRecordBytes` or more
+/// of memory cost (the image, its URL and key, 128 bytes), the applier commits what it finds at
+/// once. A commit of them costs its bytes more than its sync, and an applier that waited fell
+/// behind the log and flushed in bursts that stalled the log's syncs. Measured against the same
+/// run's reference row (`imgstore-bench`'s first `log+lmdb-io-bound`, `dd14217`), three
+/// alternating runs each: 16 writers of the image mix went from 0.64 to 0.86 of it, while
+/// 4–16 KiB puts, still gathered, gave 1.15 and 1.06 at 1 and 16 writers against 1.37 and 1.06
+/// before (single runs spread over 0.87–1.43).
 final class LogApplier: Sendable {
     /// Records per transaction at most, and bytes per transaction at most.
     static let maxBatchRecords = 2048
@@ -56,14 +58,15 @@ final class LogApplier: Sendable {
         var failure: ImageStoreError?
         /// Threads in `waitUntilApplied`: while any waits, the applier does not gather.
         var waiters = 0
-        /// The mean memory cost of recent records (each new one weighs 1/32).
-        var recentRecordBytes = 0
+        /// 32 times the mean memory cost of recent records (each new one weighs 1/32). Kept
+        /// scaled, so integer division cannot stall the mean short of a steady cost.
+        var recentRecordBytes32 = 0
 
         /// Whether the drain should commit what is queued now rather than wait for more.
         func shouldCommitNow(coalesceBytes: Int) -> Bool {
             queue.isEmpty || waiters > 0 || failure != nil || queuedBytes >= coalesceBytes
                 || queue.count >= LogApplier.maxBatchRecords
-                || recentRecordBytes >= LogApplier.streamedRecordBytes
+                || recentRecordBytes32 >= 32 * LogApplier.streamedRecordBytes
         }
     }
 
@@ -114,7 +117,7 @@ final class LogApplier: Sendable {
             for entry in entries {
                 let cost = entry.entry.memoryCost
                 state.queuedBytes += cost
-                state.recentRecordBytes += (cost - state.recentRecordBytes) / 32
+                state.recentRecordBytes32 += cost - state.recentRecordBytes32 / 32
             }
             defer { state.scheduled = true }
             return (!state.scheduled, state.shouldCommitNow(coalesceBytes: coalesceBytes))

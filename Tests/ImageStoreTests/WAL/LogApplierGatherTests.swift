@@ -78,7 +78,7 @@ import Testing
     }
 
     /// Records of 64 KiB and more (once they are the recent mean) are applied without a settle,
-    /// although the applier would gather small ones for an hour.
+    /// although the applier gathers small ones, before and after them, for an hour.
     @Test func largeRecordsAreAppliedWithoutWaitingForTheGathering() throws {
         try withTemporaryDirectory { directory throws in
             let store = try makeGatheringStore(at: directory)
@@ -91,6 +91,14 @@ import Testing
             let deadline = Date() + 30
             while applier.appliedSequence < written && Date() < deadline { usleep(1_000) }
             #expect(applier.appliedSequence >= written, "large records waited for the gathering")
+
+            // Small records after them are gathered again, once they are the recent mean: the
+            // last ones wait (for the hour) until a settle.
+            for n in 0..<64 { try store.put(Data(repeating: UInt8(n), count: 100), for: "https://x.test/small/\(n)", durability: .sync) }
+            let writtenSmall = try #require(store.logStatus).writtenSequence
+            #expect(applier.appliedSequence < writtenSmall, "small records are gathered")
+            _ = try store.statistics()
+            #expect(applier.appliedSequence >= writtenSmall)
         }
     }
 }
