@@ -69,8 +69,9 @@ import Testing
             configuration.maxMapSize = 4 << 20
             configuration.logSegmentBytes = 8 << 20
             configuration.admissionWillRecordMeasurement = {
-                guard armed.withLock({ (armed: inout Bool) -> Bool in defer { armed = false }; return armed }) else { return }
-                window.withLock { $0 }?()
+                // The first call only: the window's own put must not open another.
+                let first = armed.withLock { (armed: inout Bool) -> Bool in defer { armed = false }; return armed }
+                if first { window.withLock { $0 }?() }
             }
             let store = try ImageStore(path: directory, configuration: configuration)
             defer { store.close() }
@@ -99,9 +100,10 @@ import Testing
                     // 10 s to be applied (a safety net: it takes milliseconds).
                     let applied = writes.applier.appliedSequence
                     Thread.detachNewThread { put(second, as: "second") }
-                    guard DispatchQueue.getSpecific(key: onWriterQueue) == nil else { return }
-                    let deadline = Date() + 10
-                    while writes.applier.appliedSequence == applied && Date() < deadline { usleep(1000) }
+                    if DispatchQueue.getSpecific(key: onWriterQueue) == nil {
+                        let deadline = Date() + 10
+                        while writes.applier.appliedSequence == applied && Date() < deadline { usleep(1000) }
+                    }
                 }
             }
             // As a measurement taken while a reader pinned free pages would leave it: too small
