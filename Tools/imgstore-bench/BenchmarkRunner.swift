@@ -16,6 +16,8 @@ struct BenchmarkOptions: Sendable {
 
     /// Bytes of images the store cases put (each put measurement puts all of them) and read.
     var datasetBytes = 256 << 20
+    /// The only systems the put cases measure, when set (`--systems`).
+    var putSystems: Set<String>?
     /// Where stores are created; removed at the end of the run.
     var directory = NSTemporaryDirectory() + "imgstore-bench-\(getpid())"
 

@@ -127,7 +127,7 @@ final class LogThenLMDB: StoreSystem, @unchecked Sendable {
         toApplyBytes >= 8 << 20 || recentBytes32 >= 32 * (64 << 10) || stopping || (handed > applied && finishing > 0)
     }
 
-    /// The applier: after gathering (at most 10 ms), takes everything written, one LMDB transaction per take.
+    /// The applier: after gathering (at most 10 ms), takes what is written (`takeBatch`), one LMDB transaction per take.
     private func applyUntilStopped() {
         applyLock.lock()
         while true {
@@ -135,9 +135,7 @@ final class LogThenLMDB: StoreSystem, @unchecked Sendable {
             if toApply.isEmpty && stopping { break }
             let deadline = Date(timeIntervalSinceNow: 0.010)
             while !shouldCommitNow && applyLock.wait(until: deadline) {}
-            let batch = toApply
-            toApply = []
-            toApplyBytes = 0
+            let batch = takeBatch()
             applyLock.unlock()
             lmdb.putBatch(batch.map(\.url)[...], batch.map(\.image)[...], thread: 0)
             applyLock.lock()
@@ -148,6 +146,24 @@ final class LogThenLMDB: StoreSystem, @unchecked Sendable {
         applierDone = true
         applyLock.broadcast()
         applyLock.unlock()
+    }
+
+    /// The next transaction's images: all queued, or at most 2 MiB (at least one) while recent images average 64 KiB
+    /// or more, as `LogApplier.batchLength` takes them while streaming. Called with `applyLock` held.
+    private func takeBatch() -> [(url: String, image: Data)] {
+        var count = toApply.count
+        if recentBytes32 >= 32 * (64 << 10) {
+            var bytes = 0
+            count = 0
+            while count < toApply.count && (count == 0 || bytes < 2 << 20) {
+                bytes += toApply[count].image.count
+                count += 1
+            }
+        }
+        let batch = Array(toApply.prefix(count))
+        toApply.removeFirst(count)
+        toApplyBytes -= batch.reduce(0) { $0 + $1.image.count }
+        return batch
     }
 
     /// Waits until LMDB holds every put, then prints the log's shape to stderr, as imgstore's rows do.

@@ -1,6 +1,6 @@
 import Foundation
 
-// imgstore-bench [--quick] [--json] [--cases A,B] [--dataset-mib N] [--dir PATH] [case-prefix...]
+// imgstore-bench [--quick] [--json] [--cases A,B] [--dataset-mib N] [--dir PATH] [--systems A,B] [case-prefix...]
 //
 // Runs every benchmark case whose name starts with one of the prefixes (all cases when none is given) and prints one
 // row per (case, system). Build in release: `swift build -c release --product imgstore-bench`.
@@ -32,12 +32,13 @@ let allCases: [BenchmarkCase] =
     + StructureCheckCases.all
 
 let usage = """
-    usage: imgstore-bench [--quick] [--json] [--cases A,B] [--dataset-mib N] [--dir PATH] [case-prefix...]
+    usage: imgstore-bench [--quick] [--json] [--cases A,B] [--dataset-mib N] [--dir PATH] [--systems A,B] [case-prefix...]
       --quick          every case on a tiny data set, in seconds (a smoke test; asserts nothing about time)
       --json           one JSON object per line per (case, system, threads) on stdout instead of the table
       --cases A,B      run the cases named A and B, or whose names start with "A." or "B."
       --dataset-mib N  MiB of images each put measurement writes and the get cases read (default 256; quick 8)
       --dir PATH       where stores are created (default $TMPDIR/imgstore-bench-PID); removed afterwards
+      --systems A,B    in the put cases, measure only the systems named A and B (for A/B runs of one row)
     """
 
 var options = BenchmarkOptions()
@@ -66,6 +67,7 @@ while let argument = arguments.popFirst() {
         }
         datasetMiB = n
     case "--dir": options.directory = value(after: argument)
+    case "--systems": options.putSystems = Set(value(after: argument).split(separator: ",").map(String.init))
     case "-h", "--help":
         print(usage + "\ncases:")
         for c in allCases { print("  \(c.name)") }
@@ -133,7 +135,7 @@ if json {
 } else {
     print(
         "imgstore-bench: \(cores) cores, load average \(startLoad.map { String($0) } ?? "?") at start, "
-            + (options.quick ? "quick" : "best of \(options.repetitions) runs (puts: one run each)")
+            + (options.quick ? "quick" : "best of \(options.repetitions) runs")
             + ", data set \(options.datasetBytes >> 20) MiB"
     )
     Report.printTable(rows)

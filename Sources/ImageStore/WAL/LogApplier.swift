@@ -23,6 +23,15 @@ import Synchronization
 /// alternating runs each: 16 writers of the image mix went from 0.64 to 0.86 of it, while
 /// 4–16 KiB puts, still gathered, gave 1.15 and 1.06 at 1 and 16 writers against 1.37 and 1.06
 /// before (single runs spread over 0.87–1.43).
+///
+/// Nor are they committed in large transactions: while streaming, a transaction takes at most
+/// `streamedBatchBytes` (at least one record). A commit writes its pages and syncs them, and the
+/// log's next `fdatasync`, which every waiting writer needs, queues behind that on the same
+/// disk. An applier that fell behind took all it found (3–4 MiB at 16 writers) and each such
+/// commit stalled the log; then the log's batches shrank, and the applier fell further behind.
+/// Capped at 2 MiB, 16 writers of the mix gave 0.76–1.14 (mean 0.85) of the same run's
+/// `log+lmdb-io-bound`, against 0.49–0.88 (mean 0.68) uncapped, in ten alternating single runs
+/// of each; 1 and 4 MiB caps did as well as 2 in best-of-3 runs.
 final class LogApplier: Sendable {
     /// Records per transaction at most, and bytes per transaction at most.
     static let maxBatchRecords = 2048
@@ -35,14 +44,16 @@ final class LogApplier: Sendable {
     /// The mean memory cost of recent records at and above which the applier commits what it
     /// finds without waiting for more (see the type's comment).
     static let streamedRecordBytes = 64 << 10
+    /// Memory cost one transaction takes at most while streaming (see the type's comment).
+    static let streamedBatchBytes = 2 << 20
 
     /// How many of `entries` (from the front) one transaction takes: up to `maxBatchRecords`,
-    /// and until `maxBatchBytes` is reached (so one larger entry goes alone). Recovery's replay
-    /// uses it too, so it never commits more than normal operation would.
-    static func batchLength(_ entries: ArraySlice<SequencedEntry>) -> Int {
+    /// and until `maxBytes` is reached (so one larger entry goes alone). Recovery's replay uses
+    /// it too, with the default, so it never commits more than normal operation would.
+    static func batchLength(_ entries: ArraySlice<SequencedEntry>, maxBytes: Int = maxBatchBytes) -> Int {
         var bytes = 0
         var count = 0
-        while count < entries.count && count < maxBatchRecords && bytes < maxBatchBytes {
+        while count < entries.count && count < maxBatchRecords && bytes < maxBytes {
             bytes += entries[entries.startIndex + count].entry.memoryCost
             count += 1
         }
@@ -62,11 +73,14 @@ final class LogApplier: Sendable {
         /// scaled, so integer division cannot stall the mean short of a steady cost.
         var recentRecordBytes32 = 0
 
+        /// Whether recent records are large enough to be applied as found, in transactions of
+        /// at most `streamedBatchBytes`.
+        var isStreaming: Bool { recentRecordBytes32 >= 32 * LogApplier.streamedRecordBytes }
+
         /// Whether the drain should commit what is queued now rather than wait for more.
         func shouldCommitNow(coalesceBytes: Int) -> Bool {
             queue.isEmpty || waiters > 0 || failure != nil || queuedBytes >= coalesceBytes
-                || queue.count >= LogApplier.maxBatchRecords
-                || recentRecordBytes32 >= 32 * LogApplier.streamedRecordBytes
+                || queue.count >= LogApplier.maxBatchRecords || isStreaming
         }
     }
 
@@ -190,7 +204,8 @@ final class LogApplier: Sendable {
                     state.scheduled = false
                     return []
                 }
-                let count = Self.batchLength(state.queue[...])
+                let count = Self.batchLength(
+                    state.queue[...], maxBytes: state.isStreaming ? Self.streamedBatchBytes : Self.maxBatchBytes)
                 if count == state.queue.count {  // the common case: take it all, no copying
                     defer {
                         state.queue = []

@@ -101,4 +101,39 @@ import Testing
             #expect(applier.appliedSequence >= writtenSmall)
         }
     }
+
+    /// Large records found queued together are committed in transactions of about
+    /// `streamedBatchBytes`, not all at once: a large commit's sync stalls the log's next one.
+    @Test func largeRecordsFoundTogetherAreCommittedInBoundedTransactions() throws {
+        try withTemporaryDirectory { directory throws in
+            let store = try makeGatheringStore(at: directory)
+            defer { store.close() }
+            let writes = try #require(store.writes)
+            let image = Data((0..<(100 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+            let count = 64
+            // The writer queue is held while the puts are logged, so the applier finds them all
+            // queued at once (as one that fell behind the log does).
+            let held = DispatchSemaphore(value: 0)
+            let holding = DispatchSemaphore(value: 0)
+            writes.tier.writer.async {
+                holding.signal()
+                held.wait()
+            }
+            holding.wait()
+            for n in 0..<count { try store.put(image, for: "https://x.test/together/\(n)", durability: .sync) }
+            let transactionsBefore = writes.applier.transactions.load(ordering: .relaxed)
+            held.signal()
+            _ = try store.statistics()  // settles: LMDB holds every put
+            let transactions = writes.applier.transactions.load(ordering: .relaxed) - transactionsBefore
+            let totalBytes = count * image.count
+            // A transaction takes at most the cap plus one record (its URL and key included).
+            let largest = LogApplier.streamedBatchBytes + image.count + 4096
+            let fewest = (totalBytes + largest - 1) / largest
+            #expect(transactions >= fewest, "\(transactions) transactions for \(totalBytes) bytes")
+            #expect(transactions <= count)
+            for n in [0, count / 2, count - 1] {
+                #expect(try store.get("https://x.test/together/\(n)")?.data == image)
+            }
+        }
+    }
 }
