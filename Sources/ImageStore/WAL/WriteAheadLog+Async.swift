@@ -67,6 +67,7 @@ extension WriteAheadLog {
                     if isSatisfied(wait) { return true }
                     state.suspended.park(id, wait: wait, continuation: continuation)
                     condition.broadcast()  // the leader thread may have work now
+                    ringLeaderBell()
                     return nil
                 }
                 if let answer { continuation.resume(returning: answer) }
@@ -121,8 +122,16 @@ extension WriteAheadLog {
                 log.condition.lock()
                 defer { log.condition.unlock() }
                 guard log.state.segment != nil else { return }
+                log.leaderThreadTurns.wrappingAdd(1, ordering: .relaxed)
                 if log.leaderHasWork {
                     log.lead(forceSync: false)
+                } else if log.state.suspended.isEmpty {
+                    // Only a task that suspends gives this thread work: it rings the bell.
+                    log.state.leaderThreadOnBell = true
+                    log.condition.unlock()
+                    _ = log.leaderBell.wait(timeout: .now() + 1)
+                    log.condition.lock()
+                    log.state.leaderThreadOnBell = false
                 } else {
                     _ = log.condition.wait(until: Date(timeIntervalSinceNow: 1))
                 }
@@ -130,6 +139,13 @@ extension WriteAheadLog {
         }
         thread.name = "imgstore.wal-leader"
         thread.start()
+    }
+
+    /// Wakes the leader thread if it sleeps on `leaderBell`. Called with the lock held: the
+    /// thread sets `leaderThreadOnBell` under it before it lets go of the lock to wait, so a
+    /// ring is never lost (one that finds it not yet waiting leaves the semaphore counted).
+    func ringLeaderBell() {
+        if state.leaderThreadOnBell { leaderBell.signal() }
     }
 
     /// Runs `body` holding the log's lock.

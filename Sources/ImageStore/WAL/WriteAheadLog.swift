@@ -74,6 +74,9 @@ final class WriteAheadLog: Sendable {
         var stopped: ImageStoreError?
         /// Tasks suspended in `appendAsync` (see WriteAheadLog+Async.swift).
         var suspended = SuspendedWriters()
+        /// The leader thread sleeps on `leaderBell` rather than the condition: no task is
+        /// suspended, so no broadcast can give it work (see `startLeader`).
+        var leaderThreadOnBell = false
     }
 
     let options: Options
@@ -85,6 +88,12 @@ final class WriteAheadLog: Sendable {
     /// Told which records a failed write lost, so the pending index stops serving them.
     private let onFailed: @Sendable ([UInt64]) -> Void
     private let flusher = FlusherHandle()
+    /// Wakes the leader thread while it sleeps outside the condition (`State.leaderThreadOnBell`):
+    /// rung when a task suspends and at the close. Without it, every batch's broadcast woke
+    /// that thread for nothing whenever only threads were writing.
+    let leaderBell = DispatchSemaphore(value: 0)
+    /// Turns of the leader thread's loop so far (tests read it).
+    let leaderThreadTurns = Atomic<Int>(0)
     /// Told after each completed sync how far the log is durable (the leader writes it).
     private let watermark: SyncedWatermark
 
@@ -420,6 +429,7 @@ final class WriteAheadLog: Sendable {
         watermark.close()
         state.segment = nil
         condition.broadcast()  // the leader thread ends
+        ringLeaderBell()
         return (segment.number, segment.lastSequence)
     }
 
@@ -433,6 +443,7 @@ final class WriteAheadLog: Sendable {
         condition.lock()
         state.isClosed = true
         condition.broadcast()
+        ringLeaderBell()
         condition.unlock()
     }
 

@@ -35,6 +35,29 @@ import Testing
         }
     }
 
+    /// The log's leader thread writes only for suspended tasks. While threads do all the
+    /// writing, no batch's broadcast may wake it: each wake-up was a context switch per group
+    /// commit, for nothing. A task that suspends still gets its record written.
+    @Test func theLeaderThreadSleepsThroughGroupCommitsOfThreads() async throws {
+        let directory = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        do {
+            let log = try Self.makeLog(directory)
+            let started = Date()
+            let turnsBefore = log.leaderThreadTurns.load(ordering: .relaxed)
+            let appends = 200
+            for n in 0..<appends { try log.append(.delete(cacheKey: "k\(n)"), durability: .sync) { _ in } }
+            let turns = log.leaderThreadTurns.load(ordering: .relaxed) - turnsBefore
+            // It wakes once a second without being rung; nothing else may wake it.
+            let timeouts = Int(Date().timeIntervalSince(started)) + 2
+            #expect(turns <= timeouts, "the leader thread woke \(turns) times for \(appends) group commits")
+            let sequence = try await log.appendAsync(.delete(cacheKey: "async"), durability: .sync) { _ in }
+            #expect(sequence == UInt64(appends + 1))
+            #expect(log.status().syncedSequence >= sequence)
+            _ = log.close()
+        }
+    }
+
     // MARK: - Closing
 
     @Test func anAppendAfterCloseThrowsClosed() throws {
