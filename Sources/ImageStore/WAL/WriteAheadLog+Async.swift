@@ -95,6 +95,12 @@ extension WriteAheadLog {
     /// handler takes) and holds it again when it returns.
     func wakeAll() {
         condition.broadcast()
+        resumeSatisfiedTasks()
+    }
+
+    /// Resumes every suspended task whose wait is satisfied (`wakeAll` without the broadcast).
+    /// Called with the lock held; drops it while resuming, as `wakeAll` says.
+    func resumeSatisfiedTasks() {
         guard !state.suspended.isEmpty else { return }
         let satisfied = state.suspended.waits.filter { isSatisfied($0.wait) }.map(\.id)
         let ready = state.suspended.take(satisfied)

@@ -74,6 +74,8 @@ final class WriteAheadLog: Sendable {
         var stopped: ImageStoreError?
         /// Tasks suspended in `appendAsync` (see WriteAheadLog+Async.swift).
         var suspended = SuspendedWriters()
+        /// Threads parked in back-pressure (waiting on the condition for room).
+        var writersAwaitingRoom = 0
         /// The leader thread sleeps on `leaderBell` rather than the condition: no task is
         /// suspended, so no broadcast can give it work (see `startLeader`).
         var leaderThreadOnBell = false
@@ -92,6 +94,8 @@ final class WriteAheadLog: Sendable {
     /// rung when a task suspends and at the close. Without it, every batch's broadcast woke
     /// that thread for nothing whenever only threads were writing.
     let leaderBell = DispatchSemaphore(value: 0)
+    /// Times a writer waiting for a leader's batch woke so far (tests read it).
+    let writerWakeups = Atomic<Int>(0)
     /// Turns of the leader thread's loop so far (tests read it).
     let leaderThreadTurns = Atomic<Int>(0)
     /// Told after each completed sync how far the log is durable (the leader writes it).
@@ -130,7 +134,13 @@ final class WriteAheadLog: Sendable {
         // Back-pressure: wait while the applier is behind, helping to write the queue so it can
         // catch up.
         while try !hasRoom(for: entry.memoryCost) {
-            if !state.queue.isEmpty && !state.leaderActive { lead(forceSync: false) } else { condition.wait() }
+            if !state.queue.isEmpty && !state.leaderActive {
+                lead(forceSync: false)
+            } else {
+                state.writersAwaitingRoom += 1
+                condition.wait()
+                state.writersAwaitingRoom -= 1
+            }
         }
         let sequence = enqueue(entry, parts: parts, durability: durability, publish: publish)
         let needsSync = if case .sync = durability { true } else { false }
@@ -143,17 +153,24 @@ final class WriteAheadLog: Sendable {
         case .batched:
             while state.writtenSequence < sequence {
                 if let failure = state.failure { throw map(failure) }
-                if !state.leaderActive { lead(forceSync: false) } else { condition.wait() }
+                if !state.leaderActive { lead(forceSync: false) } else { waitForTheLeader() }
             }
         case .sync:
             while state.syncedSequence < sequence {
                 if let failure = state.failure { throw map(failure) }
-                if !state.leaderActive { lead(forceSync: false) } else { condition.wait() }
+                if !state.leaderActive { lead(forceSync: false) } else { waitForTheLeader() }
             }
             handOff()
         }
         if let failure = state.failure, state.syncedSequence < sequence, needsSync { throw map(failure) }
         return sequence
+    }
+
+    /// Waits on the condition for the leader's batch to end (its broadcast). Called with the
+    /// lock held.
+    private func waitForTheLeader() {
+        condition.wait()
+        writerWakeups.wrappingAdd(1, ordering: .relaxed)
     }
 
     /// The payload of `entry`, encoded once (the image bytes are not copied).
@@ -233,12 +250,16 @@ final class WriteAheadLog: Sendable {
     }
 
     /// The applier reports that records holding `bytes` of memory reached LMDB.
+    ///
+    /// Only writers parked in back-pressure wait for memory, so only they are woken: a
+    /// broadcast woke every writer waiting for its sync, once per applied batch, for nothing.
     func released(_ bytes: Int) {
         condition.lock()
         state.unappliedBytes -= bytes
         // Invariant: only bytes that were counted in are released.
         assert(state.unappliedBytes >= 0)
-        wakeAll()
+        if state.writersAwaitingRoom > 0 { condition.broadcast() }
+        resumeSatisfiedTasks()
         condition.unlock()
     }
 

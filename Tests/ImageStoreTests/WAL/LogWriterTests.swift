@@ -58,6 +58,36 @@ import Testing
         }
     }
 
+    /// Memory the applier releases wakes only writers parked in back-pressure: a writer
+    /// waiting for its sync is woken by the leader's batch, not by every applied one.
+    @Test func theApplierReleasingMemoryDoesNotWakeWritersWaitingForTheirSync() throws {
+        try withTemporaryDirectory { directory throws in
+            let gate = GatedLogFileSystem()
+            let log = try Self.makeLog(directory, fileSystem: gate)
+            gate.holdNextWrite()
+            let leader = Thread { _ = try? log.append(.delete(cacheKey: "a"), durability: .sync) { _ in } }
+            leader.start()
+            gate.waitUntilHeld()
+            let queued = LockedValue(false)
+            let follower = Thread {
+                _ = try? log.append(.delete(cacheKey: "b"), durability: .sync) { _ in queued.withLock { $0 = true } }
+            }
+            follower.start()
+            while !queued.withLock({ $0 }) { usleep(1_000) }
+            usleep(20_000)  // the follower is waiting on the condition for the leader's batch
+            let wakeupsBefore = log.writerWakeups.load(ordering: .relaxed)
+            for _ in 0..<50 {
+                log.released(0)
+                usleep(1_000)
+            }
+            let wakeups = log.writerWakeups.load(ordering: .relaxed) - wakeupsBefore
+            #expect(wakeups == 0, "a writer waiting for its sync woke \(wakeups) times for 50 releases")
+            gate.release()
+            #expect(try log.flush() == 2)
+            _ = log.close()
+        }
+    }
+
     // MARK: - Closing
 
     @Test func anAppendAfterCloseThrowsClosed() throws {
