@@ -135,7 +135,7 @@ if json {
 } else {
     print(
         "imgstore-bench: \(cores) cores, load average \(startLoad.map { String($0) } ?? "?") at start, "
-            + (options.quick ? "quick" : "best of \(options.repetitions) runs")
+            + (options.quick ? "quick" : "best of \(options.repetitions) runs (puts: the median)")
             + ", data set \(options.datasetBytes >> 20) MiB"
     )
     Report.printTable(rows)
