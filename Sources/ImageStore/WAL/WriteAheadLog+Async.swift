@@ -66,8 +66,8 @@ extension WriteAheadLog {
                     if state.suspended.wasCancelledEarly(id) { return false }
                     if isSatisfied(wait) { return true }
                     state.suspended.park(id, wait: wait, continuation: continuation)
-                    condition.broadcast()  // the leader thread may have work now
-                    ringLeaderBell()
+                    // The leader thread may have work now; nobody else waits for a park.
+                    if state.leaderThreadOnBell { ringLeaderBell() } else { condition.broadcast() }
                     return nil
                 }
                 if let answer { continuation.resume(returning: answer) }
@@ -113,7 +113,7 @@ extension WriteAheadLog {
     /// Whether the leader thread should write a batch: records are queued that a suspended
     /// task waits for (directly, or as back-pressure the applier can only relieve once they
     /// are written), and no other leader is at work. Called with the lock held.
-    private var leaderHasWork: Bool {
+    var leaderHasWork: Bool {
         !state.leaderActive && state.failure == nil && state.segment != nil && !state.queue.isEmpty
             && !state.suspended.isEmpty
     }
@@ -150,8 +150,12 @@ extension WriteAheadLog {
     /// Wakes the leader thread if it sleeps on `leaderBell`. Called with the lock held: the
     /// thread sets `leaderThreadOnBell` under it before it lets go of the lock to wait, so a
     /// ring is never lost (one that finds it not yet waiting leaves the semaphore counted).
+    /// One ring per sleep: the flag is cleared, so a burst of parking tasks leaves no count
+    /// behind to cost the thread empty turns later.
     func ringLeaderBell() {
-        if state.leaderThreadOnBell { leaderBell.signal() }
+        guard state.leaderThreadOnBell else { return }
+        state.leaderThreadOnBell = false
+        leaderBell.signal()
     }
 
     /// Runs `body` holding the log's lock.

@@ -251,14 +251,16 @@ final class WriteAheadLog: Sendable {
 
     /// The applier reports that records holding `bytes` of memory reached LMDB.
     ///
-    /// Only writers parked in back-pressure wait for memory, so only they are woken: a
-    /// broadcast woke every writer waiting for its sync, once per applied batch, for nothing.
+    /// Only writers parked in back-pressure wait for memory, so only they are woken (and the
+    /// leader thread when it has a queue to write for tasks waiting for room, which an append
+    /// that does not wait may have left without a broadcast): a broadcast woke every writer
+    /// waiting for its sync, once per applied batch, for nothing.
     func released(_ bytes: Int) {
         condition.lock()
         state.unappliedBytes -= bytes
         // Invariant: only bytes that were counted in are released.
         assert(state.unappliedBytes >= 0)
-        if state.writersAwaitingRoom > 0 { condition.broadcast() }
+        if state.writersAwaitingRoom > 0 || leaderHasWork { condition.broadcast() }
         resumeSatisfiedTasks()
         condition.unlock()
     }

@@ -120,9 +120,13 @@ import Testing
                 held.wait()
             }
             holding.wait()
+            // A put that throws must not leave the queue held under the close's settle.
+            var releasedQueue = false
+            defer { if !releasedQueue { held.signal() } }
             for n in 0..<count { try store.put(image, for: "https://x.test/together/\(n)", durability: .sync) }
             let transactionsBefore = writes.applier.transactions.load(ordering: .relaxed)
             held.signal()
+            releasedQueue = true
             _ = try store.statistics()  // settles: LMDB holds every put
             let transactions = writes.applier.transactions.load(ordering: .relaxed) - transactionsBefore
             let totalBytes = count * image.count

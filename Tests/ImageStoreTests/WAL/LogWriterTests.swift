@@ -73,15 +73,17 @@ import Testing
                 _ = try? log.append(.delete(cacheKey: "b"), durability: .sync) { _ in queued.withLock { $0 = true } }
             }
             follower.start()
+            // The follower publishes under the log's lock and holds it until it waits on the
+            // condition, so the releases below come while it waits.
             while !queued.withLock({ $0 }) { usleep(1_000) }
-            usleep(20_000)  // the follower is waiting on the condition for the leader's batch
             let wakeupsBefore = log.writerWakeups.load(ordering: .relaxed)
             for _ in 0..<50 {
                 log.released(0)
                 usleep(1_000)
             }
             let wakeups = log.writerWakeups.load(ordering: .relaxed) - wakeupsBefore
-            #expect(wakeups == 0, "a writer waiting for its sync woke \(wakeups) times for 50 releases")
+            // Room for a rare spurious wake-up of the condition; each release woke it before.
+            #expect(wakeups <= 2, "a writer waiting for its sync woke \(wakeups) times for 50 releases")
             gate.release()
             #expect(try log.flush() == 2)
             _ = log.close()
