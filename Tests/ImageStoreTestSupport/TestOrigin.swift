@@ -64,6 +64,11 @@ public final class TestOrigin: Sendable {
     public let port: Int
     private let server: ChildProcess.Collecting
     private let stopped = Atomic<Bool>(false)
+    /// After `stop()`, a socket bound to the port and never listening: a connection is refused,
+    /// and the port stays in use, so no other test's server (tests run in parallel, each
+    /// binding port 0) is handed it. One was, and a load meant to find nothing listening got
+    /// that server's 404. -1 before.
+    private let portHold = Mutex<Int32>(-1)
     /// Control requests go through the transport under test's sibling: a plain session.
     private let control = URLSessionTransport()
 
@@ -91,11 +96,24 @@ public final class TestOrigin: Sendable {
         self.port = port!
     }
 
-    deinit { stop() }
-
-    /// Kills the server and reaps it. Idempotent. Loads after this find nothing listening.
-    public func stop() {
+    deinit {
         if !stopped.exchange(true, ordering: .acquiringAndReleasing) { server.kill() }
+        portHold.withLock { if $0 >= 0 { close($0) } }
+    }
+
+    /// Kills the server and reaps it, then holds its port (`portHold`) until the origin goes.
+    /// Idempotent. Loads after this find nothing listening: their connections are refused.
+    public func stop() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        server.kill()
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var one: Int32 = 1
+        // The server's closed connections may leave the port in TIME_WAIT; that does not stop a bind.
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let bound = withLoopbackAddress(port: port, fd, bind)
+        // Without the hold, a load may still reach another server that took the port: say so.
+        #expect(fd >= 0 && bound == 0, "could not hold the stopped origin's port \(port): errno \(errno)")
+        portHold.withLock { $0 = fd }
     }
 
     /// The absolute URL of `path` on this origin.

@@ -82,6 +82,21 @@ import Testing
         }
     }
 
+    /// Tests run in parallel, and each origin's server binds port 0 for a free port: a stopped
+    /// origin keeps its port in use (the kernel hands out no port in use), or another test's
+    /// server may get it and answer the loads meant to find nothing (a CI run got that server's
+    /// 404 instead of `unreachable`). In use: a plain bind to it fails.
+    @Test func aStoppedOriginsPortStaysInUse() throws {
+        let origin = try TestOrigin()
+        origin.stop()
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        let bound = withLoopbackAddress(port: origin.port, fd, bind)
+        let bindError = errno
+        #expect(bound != 0 && bindError == EADDRINUSE, "the stopped origin's port \(origin.port) was free")
+    }
+
     @Test func aSlowOriginTimesOut() async throws {
         // The one wall-clock test: a 1 s timeout against an origin that waits 120 s.
         try await withLoader({ $0.downloadTimeout = .seconds(1) }) { loader, origin, _ in

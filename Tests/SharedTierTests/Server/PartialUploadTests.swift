@@ -58,13 +58,7 @@ struct RawPut {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw S3ServerError(message: "socket: errno \(errno)") }
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
+        let connected = withLoopbackAddress(port: port, fd, connect)
         guard connected == 0 else { throw S3ServerError(message: "connect to \(port): errno \(errno)") }
         try write(fd, Data(head.utf8) + body.prefix(byteCount))
         guard byteCount == body.count else { return "" }
