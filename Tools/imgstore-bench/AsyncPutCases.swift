@@ -12,10 +12,13 @@ enum AsyncPutCases {
         BenchmarkCase(name: "put.async") { o in puts(o) }
     ]
 
+    /// Each path's median of `options.repetitions` runs, in rotating rounds (as the other put cases).
     static func puts(_ options: BenchmarkOptions) -> [Measurement] {
         let set = Workloads.mix(options)
         let perWriter = set.count / writers
-        return ["imgstore-async", "imgstore"].map { system in
+        return BenchmarkRunner.medianOfRotatingRounds(
+            "put.async \(writers) writers", systems: ["imgstore-async", "imgstore"], rounds: options.repetitions
+        ) { system in
             let directory = options.scratch("put.async-\(system)")
             let store: ImageStore
             do { store = try ImageStore(path: directory) } catch { fail("open \(directory): \(error)") }

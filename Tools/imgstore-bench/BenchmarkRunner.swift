@@ -142,6 +142,29 @@ enum BenchmarkRunner {
             cpuSeconds: all.reduce(0) { $0 + $1.cpu })
     }
 
+    /// Measures each of `systems` `rounds` times with `run`, in rounds that rotate their order (round r starts with
+    /// system r), and keeps each one's median run, in `systems`' order. For the put cases: a put run is sped up by
+    /// chance as well as slowed (the page cache's writeback, the host's disk), so the fastest run would keep outliers,
+    /// and under load the later systems of a round tend to win, so none may always run first or last. Every run's
+    /// rate goes to stderr, labelled `label` and the system.
+    static func medianOfRotatingRounds(
+        _ label: String, systems: [String], rounds: Int, run: (String) -> Measurement
+    ) -> [Measurement] {
+        var runs: [String: [Measurement]] = [:]
+        for round in 0..<max(1, rounds) {
+            for index in systems.indices {
+                let system = systems[(index + round) % systems.count]
+                runs[system, default: []].append(run(system))
+            }
+        }
+        return systems.compactMap { system in
+            guard let all = runs[system], !all.isEmpty else { return nil }
+            let rates = all.map { String(format: "%.0f", $0.opsPerSecond) }.joined(separator: ", ")
+            FileHandle.standardError.write(Data("    \(label) \(system): runs of \(rates) ops/s\n".utf8))
+            return all.sorted { $0.seconds < $1.seconds }[all.count / 2]
+        }
+    }
+
     /// CPU time consumed by the calling thread.
     static func threadCPUNanoseconds() -> UInt64 {
         var ts = timespec()

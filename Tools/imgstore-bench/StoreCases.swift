@@ -65,11 +65,9 @@ enum StoreCases {
     /// a fresh system per measurement. The timed span ends when `finish` returns: for imgstore, when the log is applied
     /// to LMDB (a sustained rate, not the log's burst rate).
     ///
-    /// Each system is measured `options.repetitions` times and its median run kept. Not the fastest, as elsewhere: a
-    /// put run is also made faster by chance (the page cache's writeback, the host's disk), and the fastest of three
-    /// took such outliers (files-fsync at 16 threads: 1910, 1927 and 3964 puts/s in one run). The rounds rotate the
-    /// systems' order (round r starts with system r), so no system always runs first or last: under load the later
-    /// rows of a round tend to win.
+    /// Each system is measured `options.repetitions` times and its median run kept, in rotating rounds
+    /// (`BenchmarkRunner.medianOfRotatingRounds`). Not the fastest, as elsewhere: the fastest of three took chance
+    /// outliers (files-fsync at 16 threads: 1910, 1927 and 3964 puts/s in one run).
     static func puts(
         _ name: String, small: Bool, systems: [Maker], threadCounts: [Int] = [1, 4, 16], _ options: BenchmarkOptions
     ) -> [Measurement] {
@@ -77,20 +75,10 @@ enum StoreCases {
         let makers = systems.filter { options.putSystems?.contains($0.name) ?? true }
         var results: [Measurement] = []
         for threads in threadCounts {
-            var runs: [String: [Measurement]] = [:]
-            for round in 0..<max(1, options.repetitions) {
-                for index in makers.indices {
-                    let maker = makers[(index + round) % makers.count]
-                    runs[maker.name, default: []].append(putOnce(name, set: set, maker: maker, threads: threads, options))
-                }
-            }
-            // Reported in the systems' listed order (imgstore first, as the ratios need); every run's rate to stderr.
-            for maker in makers {
-                guard let all = runs[maker.name], !all.isEmpty else { continue }
-                let rates = all.map { String(format: "%.0f", $0.opsPerSecond) }.joined(separator: ", ")
-                FileHandle.standardError.write(Data("    \(name) \(maker.name) \(threads): runs of \(rates) ops/s\n".utf8))
-                results.append(all.sorted { $0.seconds < $1.seconds }[all.count / 2])
-            }
+            let byName = Dictionary(uniqueKeysWithValues: makers.map { ($0.name, $0) })
+            results += BenchmarkRunner.medianOfRotatingRounds(
+                "\(name) \(threads) threads", systems: makers.map(\.name), rounds: options.repetitions
+            ) { system in putOnce(name, set: set, maker: byName[system]!, threads: threads, options) }
         }
         return results
     }
