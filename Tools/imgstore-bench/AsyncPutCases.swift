@@ -17,7 +17,8 @@ enum AsyncPutCases {
         let set = Workloads.mix(options)
         let perWriter = set.count / writers
         return BenchmarkRunner.medianOfRotatingRounds(
-            "put.async \(writers) writers", systems: ["imgstore-async", "imgstore"], rounds: options.repetitions
+            "put.async \(writers) writers", systems: ["imgstore-async", "imgstore"], named: { $0 },
+            rounds: options.repetitions
         ) { system in
             let directory = options.scratch("put.async-\(system)")
             let store: ImageStore

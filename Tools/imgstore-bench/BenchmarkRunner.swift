@@ -147,20 +147,19 @@ enum BenchmarkRunner {
     /// chance as well as slowed (the page cache's writeback, the host's disk), so the fastest run would keep outliers,
     /// and under load the later systems of a round tend to win, so none may always run first or last. Every run's
     /// rate goes to stderr, labelled `label` and the system.
-    static func medianOfRotatingRounds(
-        _ label: String, systems: [String], rounds: Int, run: (String) -> Measurement
+    static func medianOfRotatingRounds<System>(
+        _ label: String, systems: [System], named name: (System) -> String, rounds: Int, run: (System) -> Measurement
     ) -> [Measurement] {
-        var runs: [String: [Measurement]] = [:]
+        var runs = Array(repeating: [Measurement](), count: systems.count)
         for round in 0..<max(1, rounds) {
-            for index in systems.indices {
-                let system = systems[(index + round) % systems.count]
-                runs[system, default: []].append(run(system))
+            for offset in systems.indices {
+                let index = (offset + round) % systems.count
+                runs[index].append(run(systems[index]))
             }
         }
-        return systems.compactMap { system in
-            guard let all = runs[system], !all.isEmpty else { return nil }
+        return zip(systems, runs).map { system, all in
             let rates = all.map { String(format: "%.0f", $0.opsPerSecond) }.joined(separator: ", ")
-            FileHandle.standardError.write(Data("    \(label) \(system): runs of \(rates) ops/s\n".utf8))
+            FileHandle.standardError.write(Data("    \(label) \(name(system)): runs of \(rates) ops/s\n".utf8))
             return all.sorted { $0.seconds < $1.seconds }[all.count / 2]
         }
     }

@@ -75,10 +75,9 @@ enum StoreCases {
         let makers = systems.filter { options.putSystems?.contains($0.name) ?? true }
         var results: [Measurement] = []
         for threads in threadCounts {
-            let byName = Dictionary(uniqueKeysWithValues: makers.map { ($0.name, $0) })
             results += BenchmarkRunner.medianOfRotatingRounds(
-                "\(name) \(threads) threads", systems: makers.map(\.name), rounds: options.repetitions
-            ) { system in putOnce(name, set: set, maker: byName[system]!, threads: threads, options) }
+                "\(name) \(threads) threads", systems: makers, named: \.name, rounds: options.repetitions
+            ) { maker in putOnce(name, set: set, maker: maker, threads: threads, options) }
         }
         return results
     }

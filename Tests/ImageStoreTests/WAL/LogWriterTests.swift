@@ -18,6 +18,14 @@ import Testing
                                  onWritten: onWritten, onFailed: { _ in })
     }
 
+    /// Starts a thread whose synced append leads and is held in its write by `gate`; returns
+    /// once it is held (the log's leader is then at work).
+    private static func startAppendHeldInItsWrite(_ log: WriteAheadLog, gate: GatedLogFileSystem) {
+        gate.holdNextWrite()
+        Thread { _ = try? log.append(.delete(cacheKey: "a"), durability: .sync) { _ in } }.start()
+        gate.waitUntilHeld()
+    }
+
     // MARK: - Batches
 
     @Test func aMillionQueuedRecordsAreWrittenInCappedBatchesWithoutOverflowingTheStack() throws {
@@ -41,21 +49,19 @@ import Testing
     @Test func theLeaderThreadSleepsThroughGroupCommitsOfThreads() async throws {
         let directory = makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        do {
-            let log = try Self.makeLog(directory)
-            let started = Date()
-            let turnsBefore = log.leaderThreadTurns.load(ordering: .relaxed)
-            let appends = 200
-            for n in 0..<appends { try log.append(.delete(cacheKey: "k\(n)"), durability: .sync) { _ in } }
-            let turns = log.leaderThreadTurns.load(ordering: .relaxed) - turnsBefore
-            // It wakes once a second without being rung; nothing else may wake it.
-            let timeouts = Int(Date().timeIntervalSince(started)) + 2
-            #expect(turns <= timeouts, "the leader thread woke \(turns) times for \(appends) group commits")
-            let sequence = try await log.appendAsync(.delete(cacheKey: "async"), durability: .sync) { _ in }
-            #expect(sequence == UInt64(appends + 1))
-            #expect(log.status().syncedSequence >= sequence)
-            _ = log.close()
-        }
+        let log = try Self.makeLog(directory)
+        let started = Date()
+        let turnsBefore = log.leaderThreadTurns.load(ordering: .relaxed)
+        let appends = 200
+        for n in 0..<appends { try log.append(.delete(cacheKey: "k\(n)"), durability: .sync) { _ in } }
+        let turns = log.leaderThreadTurns.load(ordering: .relaxed) - turnsBefore
+        // It wakes once a second without being rung; nothing else may wake it.
+        let timeouts = Int(Date().timeIntervalSince(started)) + 2
+        #expect(turns <= timeouts, "the leader thread woke \(turns) times for \(appends) group commits")
+        let sequence = try await log.appendAsync(.delete(cacheKey: "async"), durability: .sync) { _ in }
+        #expect(sequence == UInt64(appends + 1))
+        #expect(log.status().syncedSequence >= sequence)
+        _ = log.close()
     }
 
     /// Memory the applier releases wakes only writers parked in back-pressure: a writer
@@ -64,10 +70,7 @@ import Testing
         try withTemporaryDirectory { directory throws in
             let gate = GatedLogFileSystem()
             let log = try Self.makeLog(directory, fileSystem: gate)
-            gate.holdNextWrite()
-            let leader = Thread { _ = try? log.append(.delete(cacheKey: "a"), durability: .sync) { _ in } }
-            leader.start()
-            gate.waitUntilHeld()
+            Self.startAppendHeldInItsWrite(log, gate: gate)
             let queued = LockedValue(false)
             let follower = Thread {
                 _ = try? log.append(.delete(cacheKey: "b"), durability: .sync) { _ in queued.withLock { $0 = true } }
@@ -110,10 +113,7 @@ import Testing
         try withTemporaryDirectory { directory throws in
             let gate = GatedLogFileSystem()
             let log = try Self.makeLog(directory, fileSystem: gate)
-            gate.holdNextWrite()
-            let writer = Thread { _ = try? log.append(.delete(cacheKey: "a"), durability: .sync) { _ in } }
-            writer.start()
-            gate.waitUntilHeld()
+            Self.startAppendHeldInItsWrite(log, gate: gate)
             let closer = Thread { _ = log.close() }
             closer.start()
             usleep(50_000)  // gives a close that does not wait the chance to close the file under the write
