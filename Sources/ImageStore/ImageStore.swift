@@ -294,9 +294,19 @@ public final class ImageStore: Sendable {
             case .unknown:
                 break
             }
+            // The key's hash, once: for the key filter, the memory tier and LMDB.
+            let hash = tier.keyHash(cacheKey)
+            // A key the store has never held is a miss without an LMDB lookup (`KeyFilter`), and
+            // before the memory tier, whose lookup writes its shard's lock (a line two threads
+            // missing at once would pass back and forth). Sound because the memory tier holds
+            // only entries read from LMDB, whose keys the filter has.
+            guard mayHold(hash) else {
+                counters.count(.miss)
+                return nil
+            }
             // The memory tier drops only what expired by the coarse clock (`notAfterNow`); the
             // freshness that decides is checked here.
-            if let hit = memory?.entry(cacheKey, now: { time.notAfterNow() }) {
+            if let hit = memory?.entry(cacheKey, hash: hash, now: { time.notAfterNow() }) {
                 // The hot path: a fresh entry with a fixed expiry (the memory tier drops those once
                 // expired) returns the cached object itself as the image's contents: no record or
                 // info copy, no dates, no retain of the info's strings.
@@ -311,19 +321,13 @@ public final class ImageStore: Sendable {
                                   allowingStale: allowingStale, now: time.now())
                 }
             }
-            // A key the store has never held is a miss without an LMDB lookup (`KeyFilter`).
-            // After the memory tier, not before: a memory hit does not pay for the key's hash.
-            guard mayHold(cacheKey) else {
-                counters.count(.miss)
-                return nil
-            }
             let generation = memory?.currentGeneration ?? 0
             // A class reference, nil on a miss: no optional record is copied on the way out.
-            guard let entry = try tier.entry(cacheKey: cacheKey) else {
+            guard let entry = try tier.entry(cacheKey: cacheKey, hash: hash) else {
                 counters.count(.miss)
                 return nil
             }
-            if let memory, !isExpired(entry.record, now: time.now()) { memory.fill(entry, readAt: generation) }
+            if let memory, !isExpired(entry.record, now: time.now()) { memory.fill(entry, hash: hash, readAt: generation) }
             return served(entry.record, entry, from: .disk, counted: .disk,
                           allowingStale: allowingStale, now: time.now())
         } catch {
@@ -433,8 +437,14 @@ public final class ImageStore: Sendable {
     /// always looks.
     @inline(__always)
     func mayHold(_ cacheKey: String) -> Bool {
-        guard let keyFilter else { return true }
-        return tier.withKeyHash(cacheKey) { keyFilter.mayContain($0) }
+        guard keyFilter != nil else { return true }
+        return mayHold(tier.keyHash(cacheKey))
+    }
+
+    /// `mayHold` for a key's hash already computed.
+    @inline(__always)
+    func mayHold(_ hash: KeyHash) -> Bool {
+        keyFilter?.mayContain(hash) ?? true
     }
 
     /// The durability a call asked for, else the configuration's, with its interval checked.

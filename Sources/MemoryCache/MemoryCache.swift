@@ -130,7 +130,12 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// clock itself: the lookup then reads no clock, and holds the shard's lock for less time.
     @inlinable
     public func value(forKey key: Key, at now: Int64) -> Value? {
-        let hash = key.hashValue
+        value(forKey: key, hash: key.hashValue, at: now)
+    }
+
+    /// `value(forKey:at:)` with the key's hash supplied (see ``set(_:forKey:hash:cost:expiresAt:)``).
+    @inlinable
+    public func value(forKey key: Key, hash: Int, at now: Int64) -> Value? {
         let result = withShard(forHash: hash) {
             $0.value(forKey: key, hash: hash, now: { now })
         }
@@ -143,7 +148,12 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// never call back into the cache from it (as ``Configuration/now``).
     @inlinable
     public func value(forKey key: Key, now: () -> Int64) -> Value? {
-        let hash = key.hashValue
+        value(forKey: key, hash: key.hashValue, now: now)
+    }
+
+    /// `value(forKey:now:)` with the key's hash supplied (see ``set(_:forKey:hash:cost:expiresAt:)``).
+    @inlinable
+    public func value(forKey key: Key, hash: Int, now: () -> Int64) -> Value? {
         let result = withShard(forHash: hash) {
             $0.value(forKey: key, hash: hash, now: now)
         }
@@ -202,10 +212,21 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///   unchanged, and an older value under `key` stays.
     @inlinable
     public func set(_ value: Value, forKey key: Key, cost: Int, expiresAt: Int64? = nil) throws(MemoryCacheError) {
+        try set(value, forKey: key, hash: key.hashValue, cost: cost, expiresAt: expiresAt)
+    }
+
+    /// `set(_:forKey:cost:expiresAt:)` with the key's hash supplied, for a caller that has a hash of its keys already
+    /// (a store that hashes every key for its own index). The cache then hashes nothing.
+    ///
+    /// Invariant the caller keeps: every operation on one key passes the same `hash` (these `hash:` variants
+    /// throughout, never the plain ones, which use `hashValue`), and the hashes are well mixed and not predictable
+    /// from the keys by whoever chooses them (a fixed function such as XXH3 is, so combine it with a secret seed):
+    /// they pick the shard and the table slot.
+    @inlinable
+    public func set(_ value: Value, forKey key: Key, hash: Int, cost: Int, expiresAt: Int64? = nil) throws(MemoryCacheError) {
         guard cost > 0 else { throw .invalidArgument(name: "cost", value: cost, expected: "at least 1") }
         let now = expiresAt == nil ? nil : self.now()
         let collect = onEviction != nil
-        let hash = key.hashValue
         let evicted = withShard(forHash: hash) {
             var evicted: [Eviction<Key, Value>] = []
             $0.set(
@@ -219,7 +240,12 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// Removes and returns the value for `key` (reason ``MemoryCacheEvictionReason/removed``), or returns `nil`.
     @inlinable @discardableResult
     public func removeValue(forKey key: Key) -> Value? {
-        let hash = key.hashValue
+        removeValue(forKey: key, hash: key.hashValue)
+    }
+
+    /// `removeValue(forKey:)` with the key's hash supplied (see ``set(_:forKey:hash:cost:expiresAt:)``).
+    @inlinable @discardableResult
+    public func removeValue(forKey key: Key, hash: Int) -> Value? {
         let removed = withShard(forHash: hash) { $0.removeValue(forKey: key, hash: hash) }
         if let removed, let onEviction { onEviction(key, removed, .removed) }
         return removed
@@ -297,9 +323,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// Checks every internal invariant of every shard and traps on the first broken one. O(n); for tests.
     public func _checkInvariants() {
         var count = 0, cost = 0
-        for shard in shards {
+        for (index, shard) in shards.enumerated() {
             shard.withLock {
                 $0.checkInvariants()
+                // Invariant: a node lives in the shard its hash picks.
+                for node in $0.nodes { precondition(shardIndex(forHash: node.hash) == index, "a node in the wrong shard") }
                 count += $0.nodes.count
                 cost += $0.totalCost
             }

@@ -538,7 +538,8 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 // Invariant: links are symmetric, the node knows its list, the index points at the node.
                 precondition(node.prev == previous, "broken prev link at slot \(slot)")
                 precondition(node.segment == segment, "node at slot \(slot) on the wrong list")
-                precondition(node.hash == node.key.hashValue, "stale hash at slot \(slot)")
+                // The node's hash is the one it was set with (`hashValue` or the caller's), so only the
+                // table can check it here; the façade checks that it chose this shard.
                 precondition(find(node.key, hash: node.hash).slot == slot, "table does not find slot \(slot)")
                 // Invariant: no entry costs nothing or more than the cap.
                 precondition(node.cost > 0 && node.cost <= maxEntryCost, "entry cost \(node.cost) out of range")

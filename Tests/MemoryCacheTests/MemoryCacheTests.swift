@@ -449,3 +449,28 @@ import Testing
         cache._checkInvariants()
     }
 }
+
+/// The `hash:` variants: a caller that hashes its keys already supplies the hash, and the cache
+/// places, finds and removes entries by it (never by `hashValue`).
+@Suite struct SuppliedHashTests {
+    @Test func entriesAreFoundAndRemovedByTheSuppliedHashAcrossShards() throws {
+        let cache = try makeCache(countLimit: 1_000, policy: .tinyLFU, shardCount: 8)
+        /// A hash unrelated to `hashValue`, as a caller's own hash function would give.
+        func supplied(_ key: Int) -> Int { Int(bitPattern: UInt(truncatingIfNeeded: key) &* 0x9E37_79B9_7F4A_7C15) }
+        for key in 0..<200 { try cache.set("v\(key)", forKey: key, hash: supplied(key), cost: 1) }
+        for key in 0..<200 {
+            #expect(cache.value(forKey: key, hash: supplied(key), now: { 0 }) == "v\(key)")
+            #expect(cache.value(forKey: key, hash: supplied(key), at: 0) == "v\(key)")
+        }
+        // Equal hashes but different keys never answer for each other.
+        try cache.set("collides", forKey: 1_000, hash: supplied(7), cost: 1)
+        #expect(cache.value(forKey: 7, hash: supplied(7), at: 0) == "v7")
+        #expect(cache.value(forKey: 1_000, hash: supplied(7), at: 0) == "collides")
+        for key in stride(from: 0, to: 200, by: 2) { #expect(cache.removeValue(forKey: key, hash: supplied(key)) == "v\(key)") }
+        for key in 0..<200 {
+            #expect(cache.value(forKey: key, hash: supplied(key), at: 0) == (key % 2 == 0 ? nil : "v\(key)"), "\(key)")
+        }
+        #expect(cache.count == 101)
+        cache._checkInvariants()
+    }
+}

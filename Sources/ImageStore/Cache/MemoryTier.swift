@@ -18,7 +18,16 @@ final class MemoryTier: Sendable {
     /// One cached entry: what the durable tier's read returned (`DecodedEntry`).
     typealias Entry = DecodedEntry
 
+    /// Keyed by cache key, hashed by `cacheHash` of its `KeyHash` (the cache's `hash:`
+    /// variants throughout): a read computes the key's hash once for the key filter, this tier
+    /// and LMDB, and the cache hashes no string.
     private let cache: MemoryCache<String, Entry>
+    /// Mixed into every key's hash: XXH3 is a fixed function, so without a secret whoever picks
+    /// the URLs could pick ones that crowd one shard's table.
+    private let seed = UInt64.random(in: .min ... .max)
+    /// The store's key hasher when a test replaced it (`Configuration.keyHasher`), so a key's
+    /// hash here is the one the read path computes for the key filter and LMDB.
+    private let customKeyHasher: (@Sendable (String) -> [UInt8])?
     /// Bumped by every invalidation; a fill inserts only while holding it (see `fill`).
     private let generation = LockedValue<UInt64>(0)
     /// `generation`'s value, stored under its lock after each bump, so `currentGeneration` (read
@@ -35,6 +44,7 @@ final class MemoryTier: Sendable {
         guard configuration.memoryCostLimit > 0, configuration.memoryMaxEntryBytes > 0 else { return nil }
         let clock = configuration.clock
         fillHook = configuration.memoryFillHook
+        customKeyHasher = configuration.keyHasher
         do {
             cache = try MemoryCache(configuration: .init(
                 countLimit: configuration.memoryCountLimit, totalCostLimit: configuration.memoryCostLimit,
@@ -48,36 +58,51 @@ final class MemoryTier: Sendable {
         }
     }
 
-    /// The entry for `cacheKey` at `now` (milliseconds of the store's clock, which the cache's
-    /// is): one clock read per get, the store's.
-    func entry(_ cacheKey: String, at now: Int64) -> Entry? { cache.value(forKey: cacheKey, at: now) }
+    /// `cacheKey`'s hash, as the store's reads compute it.
+    func keyHash(_ cacheKey: String) -> KeyHash {
+        customKeyHasher.map { KeyHash(bytes: $0(cacheKey)) } ?? KeyHash(cacheKey)
+    }
 
-    /// The entry for `cacheKey`, with `now` (milliseconds of the store's clock) called only when
+    /// The memory cache's hash of a key whose `KeyHash` is `hash`.
+    @inline(__always)
+    private func cacheHash(_ hash: KeyHash) -> Int { Int(bitPattern: UInt(hash.first ^ seed)) }
+
+    /// The entry for `cacheKey` (whose `KeyHash` is `hash`) at `now` (milliseconds of the
+    /// store's clock, which the cache's is): one clock read per get, the store's.
+    func entry(_ cacheKey: String, hash: KeyHash, at now: Int64) -> Entry? {
+        cache.value(forKey: cacheKey, hash: cacheHash(hash), at: now)
+    }
+
+    /// The entry for `cacheKey` (whose `KeyHash` is `hash`), with `now` (milliseconds of the store's clock) called only when
     /// the cache holds an entry with an expiry for it, inside the cache's lock: a miss reads no
     /// clock. The cache drops an entry expired at `now`, so `now` must not be later than the
     /// read's time; the store passes `ReadClock.notAfterNow` and checks freshness itself.
-    func entry(_ cacheKey: String, now: () -> Int64) -> Entry? { cache.value(forKey: cacheKey, now: now) }
+    func entry(_ cacheKey: String, hash: KeyHash, now: () -> Int64) -> Entry? {
+        cache.value(forKey: cacheKey, hash: cacheHash(hash), now: now)
+    }
 
     /// The generation to pass to `fill` after reading LMDB.
     var currentGeneration: UInt64 { publishedGeneration.load(ordering: .acquiring) }
 
     /// Keeps an entry read from LMDB, unless something was invalidated since `generation`.
+    /// `hash` is the entry's `KeyHash` when the caller has it already; nil computes it.
     /// Sliding entries are kept without an expiry (the store checks theirs on every hit).
     ///
     /// The check and the insert are one step under the generation lock, so an entry older
     /// than an invalidation is never visible, not even for a moment. (Inserting first and
     /// withdrawing it after a failed check let a writer, whose put had just left the pending
     /// index, read the older bytes back.)
-    func fill(_ entry: Entry, readAt generation: UInt64) {
+    func fill(_ entry: Entry, hash: KeyHash? = nil, readAt generation: UInt64) {
         let cost = entry.data.count
         guard cost > 0 else { return }
+        let hash = cacheHash(hash ?? keyHash(entry.record.cacheKey))
         fillHook?(.beforeInsert, entry.record.cacheKey)
         self.generation.withLock { current in
             guard current == generation else { return }  // invalidated while it read LMDB
             // `set` refuses only a cost below 1, and `cost > 0` here; an entry not cached is
             // never wrong (the next read goes to LMDB), so there is nothing to report.
             do {
-                try cache.set(entry, forKey: entry.record.cacheKey, cost: cost,
+                try cache.set(entry, forKey: entry.record.cacheKey, hash: hash, cost: cost,
                               expiresAt: entry.record.slidingSeconds > 0 ? nil : entry.record.expiresAt)
             } catch {
                 assertionFailure("MemoryCache.set refused a positive cost: \(error)")
@@ -89,7 +114,7 @@ final class MemoryTier: Sendable {
     /// Drops `cacheKeys` after LMDB changed them.
     func invalidate(_ cacheKeys: some Sequence<String>) {
         bumpGeneration()
-        for key in cacheKeys { cache.removeValue(forKey: key) }
+        for key in cacheKeys { cache.removeValue(forKey: key, hash: cacheHash(keyHash(key))) }
     }
 
     /// Drops everything (after a remove-all).

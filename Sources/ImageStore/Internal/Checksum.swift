@@ -77,9 +77,18 @@ enum Checksum {
 
     /// Writes `key(key)` into the first 16 bytes of `buffer` (a lookup's key on the stack).
     static func writeKey(_ key: String, into buffer: UnsafeMutableRawBufferPointer) {
-        var key = key
-        let hash = key.withUTF8 { XXH3_128bits($0.baseAddress, $0.count) }
-        buffer.storeBytes(of: hash.high64.bigEndian, toByteOffset: 0, as: UInt64.self)
-        buffer.storeBytes(of: hash.low64.bigEndian, toByteOffset: 8, as: UInt64.self)
+        let words = keyWords(key)
+        buffer.storeBytes(of: words.first, toByteOffset: 0, as: UInt64.self)
+        buffer.storeBytes(of: words.second, toByteOffset: 8, as: UInt64.self)
+    }
+
+    /// `key(key)` as two words that, stored in this order, are its 16 bytes.
+    @inline(__always)
+    static func keyWords(_ key: String) -> (first: UInt64, second: UInt64) {
+        // A native string's bytes in place (no copy of the string, so no retain of its storage,
+        // a line every thread reading the same key would write); others through a copy.
+        let hash = key.utf8.withContiguousStorageIfAvailable { XXH3_128bits($0.baseAddress, $0.count) }
+            ?? { var copy = key; return copy.withUTF8 { XXH3_128bits($0.baseAddress, $0.count) } }()
+        return (hash.high64.bigEndian, hash.low64.bigEndian)
     }
 }

@@ -29,13 +29,14 @@ extension DurableTier {
     /// (`Checksum.copyingBlob`).
     /// - Throws: `checksumMismatch` when the bytes are corrupt (they are not returned);
     ///   `corruptStore` for an entry without bytes or a damaged tree.
-    func entry(cacheKey: String) throws(ImageStoreError) -> DecodedEntry? {
+    /// `hash` is `cacheKey`'s when the caller has it already; nil computes it.
+    func entry(cacheKey: String, hash: KeyHash? = nil) throws(ImageStoreError) -> DecodedEntry? {
         // The result goes out through `found`, a class reference (nil on a miss), not as the
         // read's (generic, unspecialised across modules) result or as an optional tuple: copying
         // a large optional through value witnesses (memmove) took about 10% of a miss.
         var found: DecodedEntry?
         try reading("reading an entry") { txn in
-            try locateBlob(cacheKey, in: txn) { record, blob in
+            try locateBlob(cacheKey, hash: hash, in: txn) { record, blob in
                 let (copy, checksum) = Checksum.copyingBlob(blob)
                 try verify(record, blob: blob, checksum: checksum)
                 found = DecodedEntry(record: record, data: copy)
@@ -46,9 +47,9 @@ extension DurableTier {
 
     /// Calls `body` with the record for `cacheKey` and its bytes as mapped, unverified, inside
     /// `txn`; does nothing when there is no entry.
-    private func locateBlob(_ cacheKey: String, in txn: borrowing Transaction,
+    private func locateBlob(_ cacheKey: String, hash: KeyHash? = nil, in txn: borrowing Transaction,
                             _ body: (EntryRecord, UnsafeRawBufferPointer) throws -> Void) throws {
-        _ = try locate(cacheKey, in: txn) { key, record in
+        _ = try locate(cacheKey, hash: hash, in: txn) { key, record in
             guard let blob = try txn.get(blobs, key: key) else {
                 throw ImageStoreError.corruptStore(path: path, detail: "the entry for \(record.url) has no image bytes")
             }

@@ -304,11 +304,12 @@ final class DurableTier: Sendable {
     /// The key points into the map and is valid only while `body` runs. A closure rather than
     /// a returned optional: a miss then moves no optional record (the profile of `get.miss`
     /// showed those copies, through outlined value witnesses, as memmove).
-    func locate(_ cacheKey: String, in txn: borrowing Transaction,
+    /// `hash` is `cacheKey`'s when the caller has it already; nil computes it.
+    func locate(_ cacheKey: String, hash: KeyHash? = nil, in txn: borrowing Transaction,
                 then body: (_ key: UnsafeRawBufferPointer, _ record: EntryRecord) throws -> Void) throws -> Bool {
         var found = false
         // The first collision slot's key, the hash and two zero bytes, on the stack: a miss allocates nothing.
-        try withKeyHash(cacheKey) { start in
+        try withKeyHash(hash ?? keyHash(cacheKey)) { start in
             let hash = UnsafeRawBufferPointer(rebasing: start[..<StoreFormat.hashByteCount])
             try txn.scan(entries, from: start) { key, value in
                 guard key.count == StoreFormat.entryKeyByteCount, key.starts(with: hash) else { return false }
@@ -324,19 +325,18 @@ final class DurableTier: Sendable {
         return found
     }
 
-    /// Calls `body` with `cacheKey`'s first collision slot key (its hash, then slot 0), in a
-    /// stack buffer.
+    /// `cacheKey`'s hash: the prefix of its entry keys.
     @inline(__always)
-    func withKeyHash<R>(_ cacheKey: String, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    func keyHash(_ cacheKey: String) -> KeyHash {
+        hasCustomKeyHasher ? KeyHash(bytes: keyHasher(cacheKey)) : KeyHash(cacheKey)
+    }
+
+    /// Calls `body` with the first collision slot key of the keys hashed to `hash` (the hash,
+    /// then slot 0), in a stack buffer.
+    @inline(__always)
+    func withKeyHash<R>(_ hash: KeyHash, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try withUnsafeTemporaryAllocation(byteCount: StoreFormat.entryKeyByteCount, alignment: 8) { start in
-            if hasCustomKeyHasher {
-                let hash = keyHasher(cacheKey)
-                // Invariant: a key hash is 16 bytes (the entry key's prefix); a test's hasher too.
-                precondition(hash.count == StoreFormat.hashByteCount, "a key hasher returned \(hash.count) bytes, not 16")
-                start.copyBytes(from: hash)
-            } else {
-                Checksum.writeKey(cacheKey, into: start)
-            }
+            hash.store(into: start)
             start[StoreFormat.hashByteCount] = 0
             start[StoreFormat.hashByteCount + 1] = 0
             return try body(UnsafeRawBufferPointer(start))

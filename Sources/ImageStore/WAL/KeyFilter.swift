@@ -62,10 +62,17 @@ package final class KeyFilter: Sendable {
     /// in neither LMDB nor the pending index; true when it may be, or when no table is built yet.
     /// Lock-free: an atomic load, one cache line, and on a "no" one more load.
     @inline(__always)
-    package func mayContain(_ hash: UnsafeRawBufferPointer) -> Bool {
+    package func mayContain(_ hash: UnsafeRawBufferPointer) -> Bool { mayContain(Key(hash)) }
+
+    /// `mayContain` for a hash already computed.
+    @inline(__always)
+    package func mayContain(_ hash: KeyHash) -> Bool { mayContain(Key(hash)) }
+
+    @inline(__always)
+    private func mayContain(_ key: Key) -> Bool {
         let clearsBefore = clears.load(ordering: .acquiring)
         guard let raw = UnsafeMutableRawPointer(bitPattern: published.load(ordering: .acquiring)) else { return true }
-        let present = Unmanaged<Table>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.mayContain(Key(hash)) }
+        let present = Unmanaged<Table>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.mayContain(key) }
         if present { return true }
         // Seqlock read side: a zero this probe read from a table being cleared for reuse is
         // ordered before the counter's bump by this fence, so the counter shows the bump.
@@ -163,6 +170,13 @@ package final class KeyFilter: Sendable {
             precondition(hash.count >= 16, "a key hash has 16 bytes")
             block = UInt64(littleEndian: hash.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
             bits = UInt64(littleEndian: hash.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        }
+
+        /// The same key as from `hash`'s 16 bytes.
+        @inline(__always)
+        package init(_ hash: KeyHash) {
+            block = UInt64(littleEndian: hash.first)
+            bits = UInt64(littleEndian: hash.second)
         }
     }
 

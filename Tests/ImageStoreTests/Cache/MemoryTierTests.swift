@@ -35,6 +35,28 @@ import Testing
         }
     }
 
+    /// The memory tier hashes a key by its LMDB key hash (`KeyHash`), so keys whose hashes
+    /// collide share one slot chain there too: each must still be served its own bytes.
+    @Test func entriesWhoseKeyHashesCollideAreEachServedTheirOwnBytesFromMemory() throws {
+        var colliding = configuration()
+        colliding.keyHasher = { _ in [UInt8](repeating: 0xAB, count: 16) }
+        try withTemporaryStore(colliding) { store throws in
+            let urls = (0..<4).map { "https://x.test/\($0)" }
+            for (n, url) in urls.enumerated() { try store.put(Data([UInt8(n)]), for: url) }
+            _ = try store.statistics()  // applied to LMDB
+            for (n, url) in urls.enumerated() {
+                #expect(try store.get(url)?.source == .disk)
+                let again = try #require(try store.get(url))
+                #expect(again.source == .memory && again.data == Data([UInt8(n)]), "\(url)")
+            }
+            try store.remove(urls[1])
+            _ = try store.statistics()
+            #expect(try store.get(urls[1]) == nil)
+            for n in [0, 2, 3] { #expect(try store.get(urls[n])?.data == Data([UInt8(n)]), "\(urls[n])") }
+            #expect(try store.statistics().memoryEntries == 3)
+        }
+    }
+
     // MARK: - Coherence with the durable tier
 
     @Test func overwriteRemoveAndRemoveAllAreNeverFollowedByOldBytes() throws {

@@ -179,6 +179,35 @@ import Testing
         }
     }
 
+    /// The filter answers before the memory tier: a lookup there writes its shard's lock, a
+    /// cache line that two threads missing at once passed back and forth (`get.miss` at two
+    /// threads ran at 0.31-0.36 of raw LMDB's rate in some runs). A URL the store never held
+    /// now leaves the memory tier untouched, and entries in memory are still served from it.
+    @Test func aURLTheStoreNeverHeldIsAMissThatLeavesTheMemoryTierUntouched() throws {
+        try withTemporaryDirectory { directory throws in
+            let path = directory + "/store"
+            try makeClosedStore(at: path, entries: 20)
+            var withMemory = configuration()
+            withMemory.memoryCostLimit = 1 << 20
+            let reopened = try ImageStore(path: path, configuration: withMemory)
+            defer { reopened.close() }
+            let filter = try #require(reopened.keyFilterForTesting)
+            #expect(filter.builds == 1, "built at the open")
+            for n in 0..<20 {
+                #expect(try reopened.get("https://x.test/\(n)")?.source == .disk)
+                let again = try #require(try reopened.get("https://x.test/\(n)"))
+                #expect(again.source == .memory && again.data == Data([UInt8(n)]), "\(n) from memory")
+            }
+            let missing = "https://x.test/never-stored"
+            #expect(!Checksum.key(missing).withUnsafeBytes { filter.mayContain($0) }, "the filter's path")
+            let before = try reopened.statistics()
+            for _ in 0..<5 { #expect(try reopened.get(missing) == nil) }
+            let after = try reopened.statistics()
+            #expect(after.misses == before.misses + 5)
+            #expect(after.memoryMisses == before.memoryMisses, "the memory tier was looked up for a URL never held")
+        }
+    }
+
     /// A damaged `entries` tree can hold a key of another size. No read finds it, so the scan
     /// skips it: it failed the open's build instead, leaving no filter, and every applied batch
     /// then started a scan that failed again (review of the filter, 2026-12-05).
