@@ -109,16 +109,20 @@ final class LogThenLMDB: StoreSystem, @unchecked Sendable {
         logLock.broadcast()
     }
 
-    /// Gives written records to the applier, waking it when it may commit now.
+    /// Gives written records to the applier, waking it when it may commit now or when it waits for a first record
+    /// to start gathering (as the log wakes `LogApplier` for each written batch). Waking it only to commit left it
+    /// asleep until `finish` while small images were put: one LMDB transaction per row, after the clock stopped, so
+    /// the bound had none of the commits that imgstore's applier makes during the row.
     private func hand(_ batch: [(url: String, image: Data)]) {
         applyLock.lock()
+        let applierWaitsForRecords = toApply.isEmpty
         toApply += batch
         handed += batch.count
         for (_, image) in batch {
             toApplyBytes += image.count
             recentBytes32 += image.count - recentBytes32 / 32
         }
-        if shouldCommitNow { applyLock.signal() }
+        if shouldCommitNow || applierWaitsForRecords { applyLock.signal() }
         applyLock.unlock()
     }
 
