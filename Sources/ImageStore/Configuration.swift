@@ -89,7 +89,9 @@ extension ImageStore {
         /// on stable storage. See `Durability` for what each mode survives.
         public var durability: Durability = .sync
         /// Open without taking the writer lock, for tools that inspect a store a service is
-        /// writing: reads see what the writer has applied to LMDB; writes throw `readOnly`.
+        /// writing: reads see what the writer has applied to LMDB; writes throw `readOnly`. The
+        /// memory tier empties itself whenever the writer commits to LMDB (it cannot know which
+        /// keys changed), so it saves reads only while the writer is idle.
         public var readOnly = false
         /// On opening, skip damage in the middle of the write-ahead log instead of refusing to
         /// open (`walCorrupt`); what was skipped is listed in `recoveryReport.salvaged`.

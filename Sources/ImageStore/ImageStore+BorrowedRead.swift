@@ -61,6 +61,7 @@ extension ImageStore {
             case .deleted:
                 served = nil
             case .unknown:
+                try followWriter()
                 if let memory, let hit = memory.entry(cacheKey, hash: tier.keyHash(cacheKey), at: now), !isExpired(hit.record, now: now) {
                     source = .memory
                     served = try lend(hit.record, from: hit.data)

@@ -304,6 +304,7 @@ public final class ImageStore: Sendable {
                 counters.count(.miss)
                 return nil
             }
+            try followWriter()
             // The memory tier drops only what expired by the coarse clock (`notAfterNow`); the
             // freshness that decides is checked here.
             if let hit = memory?.entry(cacheKey, hash: hash, now: { time.notAfterNow() }) {
@@ -439,6 +440,15 @@ public final class ImageStore: Sendable {
     func mayHold(_ cacheKey: String) -> Bool {
         guard keyFilter != nil else { return true }
         return mayHold(tier.keyHash(cacheKey))
+    }
+
+    /// A read-only store's writer is another process, whose changes to LMDB invalidate nothing
+    /// here: the memory tier empties itself whenever LMDB's last commit moved (`MemoryTier.follow`).
+    /// A writable store's own writes invalidate the keys they touch; it has nothing to do.
+    @inline(__always)
+    func followWriter() throws(ImageStoreError) {
+        guard writes == nil, let memory else { return }
+        memory.follow(committedTransaction: try tier.lastCommittedTransaction())
     }
 
     /// `mayHold` for a key's hash already computed.

@@ -529,6 +529,14 @@ package final class Environment: Sendable {
             readersInUse: Int(info.me_numreaders))
     }
 
+    /// The ID of the last committed write transaction, by any process (`me_last_txnid`): it
+    /// changes with every commit. Reads the meta pages in the map; no I/O, no lock.
+    package func lastCommittedTransaction() throws(LMDBError) -> UInt64 {
+        var info = MDB_envinfo()
+        try gate.shared { () throws(LMDBError) in try check(mdb_env_info(handle, &info)) }
+        return UInt64(info.me_last_txnid)
+    }
+
     /// Clears reader slots of dead processes; returns how many were cleared.
     @discardableResult
     package func clearStaleReaders() throws(LMDBError) -> Int {

@@ -35,6 +35,9 @@ final class MemoryTier: Sendable {
     /// during a bump sees the older value, and its fill then finds a mismatch and inserts nothing.
     private let publishedGeneration = Atomic<UInt64>(0)
     private let fillHook: (@Sendable (MemoryFillPhase, String) -> Void)?
+    /// The LMDB commit a read-only store's tier last emptied itself for (`follow`); unused by a
+    /// writable store, whose own writes invalidate their keys.
+    private let followedCommit = Atomic<UInt64>(0)
 
     /// A memory tier with the configuration's limits, or nil when it is turned off: no cost
     /// budget (`memoryCostLimit` 0), or no image small enough to keep (`memoryMaxEntryBytes` 0).
@@ -121,6 +124,25 @@ final class MemoryTier: Sendable {
     func invalidateAll() {
         bumpGeneration()
         cache.removeAll()
+    }
+
+    /// For a read-only store, whose writer is another process that cannot invalidate keys here:
+    /// drops everything when LMDB's last commit is no longer the one the tier last saw, so an
+    /// entry is never served after the writer changed it in LMDB. Called before every memory
+    /// lookup of such a store. Each commit of the writer thus empties the tier once.
+    ///
+    /// Invariant: `followedCommit` is stored only after the tier was emptied (under the
+    /// generation lock), so a reader that sees the new commit finds no entry kept before it; and
+    /// a fill that read LMDB before the commit holds an older generation, so it inserts nothing.
+    func follow(committedTransaction transaction: UInt64) {
+        guard followedCommit.load(ordering: .acquiring) != transaction else { return }
+        generation.withLock { generation in
+            guard followedCommit.load(ordering: .relaxed) != transaction else { return }
+            generation &+= 1
+            publishedGeneration.store(generation, ordering: .releasing)
+            cache.removeAll()
+            followedCommit.store(transaction, ordering: .releasing)
+        }
     }
 
     /// Fails every fill that read LMDB before now. Callers drop their keys after this.

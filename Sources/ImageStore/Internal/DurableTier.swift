@@ -208,6 +208,13 @@ final class DurableTier: Sendable {
     }
 
     /// Entry count and the logical-bytes counter, from one snapshot.
+    /// LMDB's last committed write transaction, whichever process committed it.
+    func lastCommittedTransaction() throws(ImageStoreError) -> UInt64 {
+        do { return try environment.lastCommittedTransaction() } catch {
+            throw .from(error, path: path, operation: "reading the last commit", maxMapSize: maxMapSize)
+        }
+    }
+
     func counts() throws(ImageStoreError) -> (entries: Int, logicalBytes: Int) {
         try reading("reading statistics") { txn in
             (try txn.statistics(entries).entries, try logicalBytes(in: txn))

@@ -1,0 +1,59 @@
+import Foundation
+import ImageStore
+import ImageStoreTestSupport
+import Testing
+
+/// A read-only store's memory tier while another process writes: its reads "see what the
+/// writer has applied to LMDB" (`Configuration.readOnly`), so an entry kept in memory must not
+/// outlive the writer's change to it.
+@Suite struct ReadOnlyMemoryTierTests {
+    private static let url = "https://damage.test/images/0.bin"  // `imgstore-test-child make`'s entry 0
+
+    /// Opens `path` read-only with a memory tier.
+    private static func reader(_ path: String) throws -> ImageStore {
+        var configuration = ImageStore.Configuration()
+        configuration.readOnly = true
+        configuration.memoryCostLimit = 8 << 20
+        return try ImageStore(path: path, configuration: configuration)
+    }
+
+    @Test func anEntryAnotherProcessOverwroteIsNeverServedOldFromMemory() throws {
+        try withTemporaryDirectory { directory throws in
+            let path = directory + "/store"
+            try AdminRun.makeStore(at: path, count: 4, seed: 1)
+            let reader = try Self.reader(path)
+            defer { reader.close() }
+            let first = try #require(try reader.get(Self.url))
+            let again = try #require(try reader.get(Self.url))
+            #expect(first.source == .disk && again.source == .memory, "the second read came from memory")
+
+            // Another process overwrites every entry and checkpoints: LMDB holds the new bytes.
+            try AdminRun.makeStore(at: path, count: 4, seed: 2)
+            let stored = try #require(try reader.info(for: Self.url), "the record, read from LMDB")
+            #expect(stored.checksum != first.info.checksum, "seed 2 wrote other bytes")
+            let after = try #require(try reader.get(Self.url))
+            #expect(after.info.checksum == stored.checksum, "served the bytes the writer replaced (from \(after.source))")
+            #expect(try reader.withImage(for: Self.url) { info, _ in info.checksum } == stored.checksum)
+
+            // And once more, now that the new bytes may be in memory.
+            #expect(try reader.get(Self.url)?.info.checksum == stored.checksum)
+        }
+    }
+
+    @Test func anEntryAnotherProcessRemovedIsNeverServedFromMemory() throws {
+        try withTemporaryDirectory { directory throws in
+            let path = directory + "/store"
+            try AdminRun.makeStore(at: path, count: 4, seed: 1)
+            let reader = try Self.reader(path)
+            defer { reader.close() }
+            _ = try reader.get(Self.url)
+            #expect(try reader.get(Self.url)?.source == .memory)
+
+            // Another process removes it (`imgstore-admin rm`, which applies it to LMDB as it closes).
+            let removal = try ChildProcess.run(ChildProcess.product("imgstore-admin"), ["--store", path, "rm", Self.url])
+            try #require(removal.status == 0, "\(removal.standardError)")
+            #expect(try reader.info(for: Self.url) == nil, "gone from LMDB")
+            #expect(try reader.get(Self.url) == nil, "served from memory after the writer removed it")
+        }
+    }
+}
