@@ -31,7 +31,8 @@ extension ImageStore {
     ) throws(ImageStoreError) -> R? {
         try checkOpen()
         let cacheKey = try keys(for: url).cacheKey
-        guard mayHold(cacheKey) else {  // never held: a miss without a lookup (`KeyFilter`)
+        let hash = tier.keyHash(cacheKey)  // once, for the key filter, the memory tier and LMDB
+        guard mayHold(hash) else {  // never held: a miss without a lookup (`KeyFilter`)
             counters.count(.miss)
             return nil
         }
@@ -62,12 +63,12 @@ extension ImageStore {
                 served = nil
             case .unknown:
                 try followWriter()
-                if let memory, let hit = memory.entry(cacheKey, hash: tier.keyHash(cacheKey), at: now), !isExpired(hit.record, now: now) {
+                if let memory, let hit = memory.entry(cacheKey, hash: hash, at: now), !isExpired(hit.record, now: now) {
                     source = .memory
                     served = try lend(hit.record, from: hit.data)
                 } else {
                     source = .disk
-                    served = try tier.withBlob(cacheKey: cacheKey, lend) ?? nil
+                    served = try tier.withBlob(cacheKey: cacheKey, hash: hash, lend) ?? nil
                 }
             }
         } catch {

@@ -37,7 +37,9 @@ public struct StoreStatistics: Sendable, Hashable, Codable {
     public var memoryEntries: Int
     public var memoryBytes: Int
     public var memoryCostLimit: Int
-    /// Reads the memory tier answered, and reads it did not, by this process.
+    /// Reads the memory tier answered, and reads it did not, by this process. A read of a URL
+    /// the key filter knows the store never held ends before the memory tier: it counts in
+    /// `misses`, not here.
     public var memoryHits: Int
     public var memoryMisses: Int
     /// Entries the memory tier dropped for its limits (not for invalidation).

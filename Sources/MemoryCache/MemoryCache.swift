@@ -219,9 +219,10 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// (a store that hashes every key for its own index). The cache then hashes nothing.
     ///
     /// Invariant the caller keeps: every operation on one key passes the same `hash` (these `hash:` variants
-    /// throughout, never the plain ones, which use `hashValue`), and the hashes are well mixed and not predictable
-    /// from the keys by whoever chooses them (a fixed function such as XXH3 is, so combine it with a secret seed):
-    /// they pick the shard and the table slot.
+    /// throughout, never the plain ones, which use `hashValue`), and the hashes are well mixed and cannot be predicted
+    /// from the keys by whoever chooses them: they pick the shard and the table slot. A fixed function such as XXH3
+    /// can be predicted, so mix a per-process secret into its whole output (a secret XORed into part of it leaves the
+    /// collisions of that part).
     @inlinable
     public func set(_ value: Value, forKey key: Key, hash: Int, cost: Int, expiresAt: Int64? = nil) throws(MemoryCacheError) {
         guard cost > 0 else { throw .invalidArgument(name: "cost", value: cost, expected: "at least 1") }

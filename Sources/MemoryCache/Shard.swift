@@ -67,8 +67,9 @@ enum Segment: UInt8, Sendable, CaseIterable {
 /// allocation), and an open-addressing hash table from key to slot. A removed slot is filled by moving the last entry
 /// into it, so `nodes` never has holes and needs no optional payload.
 ///
-/// The table is ours rather than a `Dictionary` so the key is hashed once per operation: the façade's `hashValue`
-/// picks the shard, is kept in the node, and places the key in the table (linear probing, at most half full,
+/// The table is ours rather than a `Dictionary` so the key is hashed once per operation: the façade's hash (the key's
+/// `hashValue`, or the caller's through the `hash:` variants) picks the shard, is kept in the node, and places the key
+/// in the table (linear probing, at most half full,
 /// backward-shift deletion, so no tombstones).
 ///
 /// Plain LRU: one list, most recently used at the head, victims from the tail.
@@ -90,7 +91,7 @@ struct ShardState<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         @usableFromInline var cost: Int
         /// Milliseconds since the epoch; `Int64.max` = never.
         @usableFromInline var expiresAt: Int64
-        /// `key.hashValue`, kept for the frequency sketch.
+        /// The hash the key was set with (`hashValue` or the caller's), kept for the table and the frequency sketch.
         @usableFromInline var hash: Int
         /// Towards the most recently used end; `-1` at the head.
         @usableFromInline var prev: Int32

@@ -22,9 +22,10 @@ final class MemoryTier: Sendable {
     /// variants throughout): a read computes the key's hash once for the key filter, this tier
     /// and LMDB, and the cache hashes no string.
     private let cache: MemoryCache<String, Entry>
-    /// Mixed into every key's hash: XXH3 is a fixed function, so without a secret whoever picks
-    /// the URLs could pick ones that crowd one shard's table.
+    /// Mixed into both words of every key's hash (`cacheHash`): XXH3 is a fixed function, so
+    /// without a secret whoever picks the URLs could pick ones that crowd one shard's table.
     private let seed = UInt64.random(in: .min ... .max)
+    private let oddSeed = UInt64.random(in: .min ... .max) | 1
     /// The store's key hasher when a test replaced it (`Configuration.keyHasher`), so a key's
     /// hash here is the one the read path computes for the key filter and LMDB.
     private let customKeyHasher: (@Sendable (String) -> [UInt8])?
@@ -61,14 +62,12 @@ final class MemoryTier: Sendable {
         }
     }
 
-    /// `cacheKey`'s hash, as the store's reads compute it.
-    func keyHash(_ cacheKey: String) -> KeyHash {
-        customKeyHasher.map { KeyHash(bytes: $0(cacheKey)) } ?? KeyHash(cacheKey)
-    }
-
-    /// The memory cache's hash of a key whose `KeyHash` is `hash`.
+    /// The memory cache's hash of a key whose `KeyHash` is `hash`: both words, each mixed with a
+    /// secret, so two keys collide here only when their whole 128-bit hashes do (or by chance).
     @inline(__always)
-    private func cacheHash(_ hash: KeyHash) -> Int { Int(bitPattern: UInt(hash.first ^ seed)) }
+    private func cacheHash(_ hash: KeyHash) -> Int {
+        Int(bitPattern: UInt((hash.first ^ seed) &+ hash.second &* oddSeed))
+    }
 
     /// The entry for `cacheKey` (whose `KeyHash` is `hash`) at `now` (milliseconds of the
     /// store's clock, which the cache's is): one clock read per get, the store's.
@@ -88,17 +87,17 @@ final class MemoryTier: Sendable {
     var currentGeneration: UInt64 { publishedGeneration.load(ordering: .acquiring) }
 
     /// Keeps an entry read from LMDB, unless something was invalidated since `generation`.
-    /// `hash` is the entry's `KeyHash` when the caller has it already; nil computes it.
+    /// `hash` is the entry's `KeyHash`, as the read computed it.
     /// Sliding entries are kept without an expiry (the store checks theirs on every hit).
     ///
     /// The check and the insert are one step under the generation lock, so an entry older
     /// than an invalidation is never visible, not even for a moment. (Inserting first and
     /// withdrawing it after a failed check let a writer, whose put had just left the pending
     /// index, read the older bytes back.)
-    func fill(_ entry: Entry, hash: KeyHash? = nil, readAt generation: UInt64) {
+    func fill(_ entry: Entry, hash: KeyHash, readAt generation: UInt64) {
         let cost = entry.data.count
         guard cost > 0 else { return }
-        let hash = cacheHash(hash ?? keyHash(entry.record.cacheKey))
+        let hash = cacheHash(hash)
         fillHook?(.beforeInsert, entry.record.cacheKey)
         self.generation.withLock { current in
             guard current == generation else { return }  // invalidated while it read LMDB
@@ -117,7 +116,9 @@ final class MemoryTier: Sendable {
     /// Drops `cacheKeys` after LMDB changed them.
     func invalidate(_ cacheKeys: some Sequence<String>) {
         bumpGeneration()
-        for key in cacheKeys { cache.removeValue(forKey: key, hash: cacheHash(keyHash(key))) }
+        for key in cacheKeys {
+            cache.removeValue(forKey: key, hash: cacheHash(KeyHash(key, customHasher: customKeyHasher)))
+        }
     }
 
     /// Drops everything (after a remove-all).

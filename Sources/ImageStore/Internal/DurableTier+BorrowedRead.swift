@@ -10,13 +10,14 @@ extension DurableTier {
     /// escape. `body` runs between LMDB calls, never inside a fault-guarded one (CLMDBGuard), so
     /// the guard's recovery point is not set while Swift code of `body` runs and no Swift frame
     /// can be jumped over. The bytes it sees were all read once already, by the checksum.
+    /// `hash` is `cacheKey`'s `KeyHash`, as the read computed it.
     /// - Throws: `checksumMismatch` when the bytes are corrupt (`body` is not called);
     ///   `corruptStore` for an entry without bytes or a damaged tree; what `body` throws.
-    func withBlob<R>(cacheKey: String,
+    func withBlob<R>(cacheKey: String, hash: KeyHash,
                      _ body: (EntryRecord, UnsafeRawBufferPointer) throws(ImageStoreError) -> R) throws(ImageStoreError) -> R? {
         try reading("reading an entry") { txn in
             var result: R?
-            try locateBlob(cacheKey, in: txn) { record, blob in
+            try locateBlob(cacheKey, hash: hash, in: txn) { record, blob in
                 try verify(record, blob: blob, checksum: Checksum.blob(blob))
                 result = try body(record, blob)
             }
@@ -29,8 +30,8 @@ extension DurableTier {
     /// (`Checksum.copyingBlob`).
     /// - Throws: `checksumMismatch` when the bytes are corrupt (they are not returned);
     ///   `corruptStore` for an entry without bytes or a damaged tree.
-    /// `hash` is `cacheKey`'s when the caller has it already; nil computes it.
-    func entry(cacheKey: String, hash: KeyHash? = nil) throws(ImageStoreError) -> DecodedEntry? {
+    /// `hash` is `cacheKey`'s `KeyHash`, as the read computed it.
+    func entry(cacheKey: String, hash: KeyHash) throws(ImageStoreError) -> DecodedEntry? {
         // The result goes out through `found`, a class reference (nil on a miss), not as the
         // read's (generic, unspecialised across modules) result or as an optional tuple: copying
         // a large optional through value witnesses (memmove) took about 10% of a miss.
@@ -47,7 +48,7 @@ extension DurableTier {
 
     /// Calls `body` with the record for `cacheKey` and its bytes as mapped, unverified, inside
     /// `txn`; does nothing when there is no entry.
-    private func locateBlob(_ cacheKey: String, hash: KeyHash? = nil, in txn: borrowing Transaction,
+    private func locateBlob(_ cacheKey: String, hash: KeyHash, in txn: borrowing Transaction,
                             _ body: (EntryRecord, UnsafeRawBufferPointer) throws -> Void) throws {
         _ = try locate(cacheKey, hash: hash, in: txn) { key, record in
             guard let blob = try txn.get(blobs, key: key) else {

@@ -21,9 +21,9 @@ final class DurableTier: Sendable {
     let isReadOnly: Bool
     /// The URL hash (`Configuration.keyHasher`): an entry's key is this of its cache key.
     let keyHasher: @Sendable (String) -> [UInt8]
-    /// Whether `keyHasher` is a test's replacement, not XXH3-128 (`Checksum.key`), which
-    /// lookups compute into a stack buffer (`withKeyHash`).
-    let hasCustomKeyHasher: Bool
+    /// A test's replacement of `keyHasher` (`Configuration.keyHasher`); nil for XXH3-128
+    /// (`Checksum.key`), which lookups compute into a stack buffer (`withKeyHash`).
+    let customKeyHasher: (@Sendable (String) -> [UInt8])?
     /// Why every write is refused before it is logged (`corruptStore`: LMDB's free list or a
     /// page of a tree is damaged, so a commit may fail); nil while writes are taken. See
     /// DurableTier+WriteCheck.swift.
@@ -38,7 +38,7 @@ final class DurableTier: Sendable {
         (meta, entries, blobs, expiry, access) = (databases[0], databases[1], databases[2], databases[3], databases[4])
         quarantine = databases[5]
         self.keyHasher = keyHasher ?? Checksum.key
-        hasCustomKeyHasher = keyHasher != nil
+        customKeyHasher = keyHasher
     }
 
     // MARK: - Opening
@@ -335,7 +335,7 @@ final class DurableTier: Sendable {
     /// `cacheKey`'s hash: the prefix of its entry keys.
     @inline(__always)
     func keyHash(_ cacheKey: String) -> KeyHash {
-        hasCustomKeyHasher ? KeyHash(bytes: keyHasher(cacheKey)) : KeyHash(cacheKey)
+        KeyHash(cacheKey, customHasher: customKeyHasher)
     }
 
     /// Calls `body` with the first collision slot key of the keys hashed to `hash` (the hash,

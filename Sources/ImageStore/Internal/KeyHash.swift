@@ -8,17 +8,18 @@ package struct KeyHash: Sendable {
     package let first: UInt64
     package let second: UInt64
 
-    /// XXH3-128 of `cacheKey` (`Checksum.key`).
+    /// The hash of `cacheKey`: XXH3-128 (`Checksum.key`), or what `customHasher` (a test's
+    /// `Configuration.keyHasher`) returns. The one place a key's hash is computed.
     @inline(__always)
-    init(_ cacheKey: String) {
-        (first, second) = Checksum.keyWords(cacheKey)
+    init(_ cacheKey: String, customHasher: (@Sendable (String) -> [UInt8])?) {
+        (first, second) = if let customHasher { Self.words(customHasher(cacheKey)) } else { Checksum.keyWords(cacheKey) }
     }
 
-    /// The 16 bytes a test's `Configuration.keyHasher` returned.
-    init(bytes: [UInt8]) {
+    /// The 16 bytes a test's `Configuration.keyHasher` returned, as two words.
+    private static func words(_ bytes: [UInt8]) -> (UInt64, UInt64) {
         // Invariant: a key hash is 16 bytes (the entry key's prefix); a test's hasher too.
         precondition(bytes.count == StoreFormat.hashByteCount, "a key hasher returned \(bytes.count) bytes, not 16")
-        (first, second) = bytes.withUnsafeBytes {
+        return bytes.withUnsafeBytes {
             ($0.loadUnaligned(fromByteOffset: 0, as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
         }
     }

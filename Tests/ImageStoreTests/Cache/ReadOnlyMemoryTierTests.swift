@@ -9,24 +9,29 @@ import Testing
 @Suite struct ReadOnlyMemoryTierTests {
     private static let url = "https://damage.test/images/0.bin"  // `imgstore-test-child make`'s entry 0
 
-    /// Opens `path` read-only with a memory tier.
-    private static func reader(_ path: String) throws -> ImageStore {
-        var configuration = ImageStore.Configuration()
-        configuration.readOnly = true
-        configuration.memoryCostLimit = 8 << 20
-        return try ImageStore(path: path, configuration: configuration)
-    }
-
-    @Test func anEntryAnotherProcessOverwroteIsNeverServedOldFromMemory() throws {
+    /// Makes a store of 4 entries in another process (`make`, seed 1), opens it read-only with a
+    /// memory tier, reads entry 0 twice (the second time from memory), then runs `body` with the
+    /// store's path, the reader and what its first read returned.
+    private static func withEntryZeroInMemory(
+        _ body: (_ path: String, _ reader: ImageStore, _ first: StoredImage) throws -> Void
+    ) throws {
         try withTemporaryDirectory { directory throws in
             let path = directory + "/store"
             try AdminRun.makeStore(at: path, count: 4, seed: 1)
-            let reader = try Self.reader(path)
+            var configuration = ImageStore.Configuration()
+            configuration.readOnly = true
+            configuration.memoryCostLimit = 8 << 20
+            let reader = try ImageStore(path: path, configuration: configuration)
             defer { reader.close() }
-            let first = try #require(try reader.get(Self.url))
-            let again = try #require(try reader.get(Self.url))
+            let first = try #require(try reader.get(url))
+            let again = try #require(try reader.get(url))
             #expect(first.source == .disk && again.source == .memory, "the second read came from memory")
+            try body(path, reader, first)
+        }
+    }
 
+    @Test func anEntryAnotherProcessOverwroteIsNeverServedOldFromMemory() throws {
+        try Self.withEntryZeroInMemory { path, reader, first throws in
             // Another process overwrites every entry and checkpoints: LMDB holds the new bytes.
             try AdminRun.makeStore(at: path, count: 4, seed: 2)
             let stored = try #require(try reader.info(for: Self.url), "the record, read from LMDB")
@@ -41,14 +46,7 @@ import Testing
     }
 
     @Test func anEntryAnotherProcessRemovedIsNeverServedFromMemory() throws {
-        try withTemporaryDirectory { directory throws in
-            let path = directory + "/store"
-            try AdminRun.makeStore(at: path, count: 4, seed: 1)
-            let reader = try Self.reader(path)
-            defer { reader.close() }
-            _ = try reader.get(Self.url)
-            #expect(try reader.get(Self.url)?.source == .memory)
-
+        try Self.withEntryZeroInMemory { path, reader, _ throws in
             // Another process removes it (`imgstore-admin rm`, which applies it to LMDB as it closes).
             let removal = try ChildProcess.run(ChildProcess.product("imgstore-admin"), ["--store", path, "rm", Self.url])
             try #require(removal.status == 0, "\(removal.standardError)")
