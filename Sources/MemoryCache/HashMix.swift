@@ -1,4 +1,5 @@
-/// Scrambles a key's hash (`hashValue`, or the caller's) for the places a shard derives positions from it (its hash table, its frequency sketch).
+/// Scrambles a key's hash (`hashValue`, or the caller's) for the places a shard derives positions from it (its hash
+/// table, its frequency sketch).
 ///
 /// The shard was chosen from the top bits of `hash × golden ratio`, so every key in a shard shares those bits;
 /// positions inside the shard must come from an independent mix, or they would use a fraction of the table.

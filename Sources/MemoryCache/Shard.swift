@@ -69,8 +69,7 @@ enum Segment: UInt8, Sendable, CaseIterable {
 ///
 /// The table is ours rather than a `Dictionary` so the key is hashed once per operation: the façade's hash (the key's
 /// `hashValue`, or the caller's through the `hash:` variants) picks the shard, is kept in the node, and places the key
-/// in the table (linear probing, at most half full,
-/// backward-shift deletion, so no tombstones).
+/// in the table (linear probing, at most half full, backward-shift deletion, so no tombstones).
 ///
 /// Plain LRU: one list, most recently used at the head, victims from the tail.
 ///

@@ -75,9 +75,9 @@ final class MemoryTier: Sendable {
         cache.value(forKey: cacheKey, hash: cacheHash(hash), at: now)
     }
 
-    /// The entry for `cacheKey` (whose `KeyHash` is `hash`), with `now` (milliseconds of the store's clock) called only when
-    /// the cache holds an entry with an expiry for it, inside the cache's lock: a miss reads no
-    /// clock. The cache drops an entry expired at `now`, so `now` must not be later than the
+    /// The entry for `cacheKey` (whose `KeyHash` is `hash`), with `now` (milliseconds of the
+    /// store's clock) called only when the cache holds an entry with an expiry for it, inside the
+    /// cache's lock: a miss reads no clock. The cache drops an entry expired at `now`, so `now` must not be later than the
     /// read's time; the store passes `ReadClock.notAfterNow` and checks freshness itself.
     func entry(_ cacheKey: String, hash: KeyHash, now: () -> Int64) -> Entry? {
         cache.value(forKey: cacheKey, hash: cacheHash(hash), now: now)

@@ -69,17 +69,13 @@ enum Checksum {
 
     /// XXH3-128 of a cache key: the 16-byte prefix of its entry key.
     static func key(_ key: String) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: StoreFormat.hashByteCount) { buffer, count in
-            writeKey(key, into: UnsafeMutableRawBufferPointer(buffer))
+        let words = keyWords(key)
+        return [UInt8](unsafeUninitializedCapacity: StoreFormat.hashByteCount) { buffer, count in
+            let raw = UnsafeMutableRawBufferPointer(buffer)
+            raw.storeBytes(of: words.first, toByteOffset: 0, as: UInt64.self)
+            raw.storeBytes(of: words.second, toByteOffset: 8, as: UInt64.self)
             count = StoreFormat.hashByteCount
         }
-    }
-
-    /// Writes `key(key)` into the first 16 bytes of `buffer` (a lookup's key on the stack).
-    static func writeKey(_ key: String, into buffer: UnsafeMutableRawBufferPointer) {
-        let words = keyWords(key)
-        buffer.storeBytes(of: words.first, toByteOffset: 0, as: UInt64.self)
-        buffer.storeBytes(of: words.second, toByteOffset: 8, as: UInt64.self)
     }
 
     /// `key(key)` as two words that, stored in this order, are its 16 bytes.

@@ -19,11 +19,11 @@ final class DurableTier: Sendable {
     /// The only queue that writes to LMDB (the log applier runs on it).
     let writer = DispatchQueue(label: "imgstore.writer")
     let isReadOnly: Bool
-    /// The URL hash (`Configuration.keyHasher`): an entry's key is this of its cache key.
-    let keyHasher: @Sendable (String) -> [UInt8]
-    /// A test's replacement of `keyHasher` (`Configuration.keyHasher`); nil for XXH3-128
-    /// (`Checksum.key`), which lookups compute into a stack buffer (`withKeyHash`).
+    /// A test's replacement of the URL hash (`Configuration.keyHasher`); nil for XXH3-128
+    /// (`Checksum.key`), which lookups compute without an allocation (`keyHash`).
     let customKeyHasher: (@Sendable (String) -> [UInt8])?
+    /// The URL hash as bytes: an entry's key is this of its cache key.
+    var keyHasher: @Sendable (String) -> [UInt8] { customKeyHasher ?? Checksum.key }
     /// Why every write is refused before it is logged (`corruptStore`: LMDB's free list or a
     /// page of a tree is damaged, so a commit may fail); nil while writes are taken. See
     /// DurableTier+WriteCheck.swift.
@@ -37,7 +37,6 @@ final class DurableTier: Sendable {
         self.maxMapSize = maxMapSize
         (meta, entries, blobs, expiry, access) = (databases[0], databases[1], databases[2], databases[3], databases[4])
         quarantine = databases[5]
-        self.keyHasher = keyHasher ?? Checksum.key
         customKeyHasher = keyHasher
     }
 
@@ -207,7 +206,6 @@ final class DurableTier: Sendable {
         }
     }
 
-    /// Entry count and the logical-bytes counter, from one snapshot.
     /// LMDB's last committed write transaction, whichever process committed it.
     func lastCommittedTransaction() throws(ImageStoreError) -> UInt64 {
         do { return try environment.lastCommittedTransaction() } catch {
@@ -215,6 +213,7 @@ final class DurableTier: Sendable {
         }
     }
 
+    /// Entry count and the logical-bytes counter, from one snapshot.
     func counts() throws(ImageStoreError) -> (entries: Int, logicalBytes: Int) {
         try reading("reading statistics") { txn in
             (try txn.statistics(entries).entries, try logicalBytes(in: txn))
