@@ -7,7 +7,9 @@ import Foundation
 /// - the log: each put is queued; a leader takes the queue, writes it with one `pwrite` per image outside the lock,
 ///   and `fdatasync`s once for all of them (group commit); a put returns once a sync covered it. The log file is
 ///   preallocated in 64 MiB steps (`posix_fallocate`), as imgstore's segments are, so a sync never records a new
-///   size.
+///   size. Its first 64 MiB are zeros written and synced before the row starts: imgstore writes zeros ahead of
+///   its log while its syncs are small (`WriteAheadLog+ZeroAhead.swift`), so that a sync changes no extent, and
+///   the bound has that for free.
 /// - the applier: one thread puts what the log wrote into raw LMDB, one transaction per take, under
 ///   `MDB_NOMETASYNC` (as imgstore: the log makes the meta page's sync unnecessary), gathering as imgstore's applier
 ///   does (`LogApplier`: up to 10 ms for 8 MiB, unless recent records average 64 KiB or more).
@@ -52,8 +54,22 @@ final class LogThenLMDB: StoreSystem, @unchecked Sendable {
         logPath = path + "/log"
         log = open(logPath, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0o644)
         if log < 0 { fail("open \(logPath): \(String(cString: strerror(errno)))") }
+        Self.writeZeros(log, bytes: Self.preallocationStep, path: logPath)
+        allocated = Self.preallocationStep
         FilesPerEntry.syncDirectory(path)
         Thread.detachNewThread { [self] in applyUntilStopped() }
+    }
+
+    /// Writes `bytes` of zeros at the start of `fd` and syncs them.
+    private static func writeZeros(_ fd: Int32, bytes: Int, path: String) {
+        let chunk = [UInt8](repeating: 0, count: 1 << 20)
+        var offset = 0
+        while offset < bytes {
+            let n = chunk.withUnsafeBytes { pwrite(fd, $0.baseAddress, min($0.count, bytes - offset), off_t(offset)) }
+            if n <= 0 { fail("pwrite \(path): \(String(cString: strerror(errno)))") }
+            offset += n
+        }
+        if fdatasync(fd) != 0 { fail("fdatasync \(path): \(String(cString: strerror(errno)))") }
     }
 
     func put(_ url: String, _ data: Data, thread: Int) {

@@ -32,7 +32,7 @@ struct LogSnapshot: LogFileSystem {
                 if errno == ENOENT { continue }
                 throw .storage(path: directory, detail: "reading the log: open \(path): \(String(cString: strerror(errno)))")
             }
-            let file = PosixLogFile(fd: fd, path: path)  // closes fd
+            let file = PosixLogFile(fd: fd, path: path, preallocatedBytes: 0)  // closes fd
             defer { file.close() }
             do { files[name] = try file.readAll() } catch {
                 throw .storage(path: directory, detail: "reading the log: \(error)")

@@ -1,3 +1,4 @@
+import CFileSync
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -25,6 +26,13 @@ package protocol LogFile: AnyObject, Sendable {
     func write(_ parts: [UnsafeRawBufferPointer], at offset: Int) throws(LogIOError)
     /// Makes everything written so far durable (`fdatasync`).
     func sync() throws(LogIOError)
+    /// Starts and waits for the writeback of `range` (`sync_file_range`): its blocks are on
+    /// the device afterwards, but neither the file's metadata nor the device's cache is synced,
+    /// so it makes nothing durable. The log uses it only for the zeros it writes ahead.
+    func writeBack(_ range: Range<Int>) throws(LogIOError)
+    /// Bytes from the start whose blocks `open` allocated (`posix_fallocate`); 0 when unknown.
+    /// The log writes zeros ahead only inside them, so zeros never take disk space of their own.
+    var preallocatedBytes: Int { get }
     /// The whole file's current contents.
     func readAll() throws(LogIOError) -> [UInt8]
     func close()
@@ -42,24 +50,40 @@ package protocol LogFileSystem: Sendable {
     /// The names in `directory` ("." and ".." left out). A failure throws: recovery that
     /// took an unreadable directory for an empty one would skip the log and reuse its names.
     func contentsOfDirectory(_ directory: String) throws(LogIOError) -> [String]
+    /// Whether the log should write zeros ahead of its write position in the background
+    /// (WriteAheadLog+ZeroAhead.swift): true for real files. A file system that injects faults
+    /// or counts writes for a test says false, so the log's writes stay the test's to count.
+    var writesZerosAhead: Bool { get }
+}
+
+extension LogFileSystem {
+    package var writesZerosAhead: Bool { true }
+}
+
+extension LogFile {
+    package func writeBack(_ range: Range<Int>) throws(LogIOError) { try sync() }
+    package var preallocatedBytes: Int { 0 }
 }
 
 /// The real file system, through POSIX calls.
 package struct PosixLogFileSystem: LogFileSystem {
     package init() {}
 
+    package var writesZerosAhead: Bool { true }
+
     package func open(_ path: String, preallocate: Int) throws(LogIOError) -> any LogFile {
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw LogIOError("open \(path)", code: errno) }
         var status = stat()
         fstat(fd, &status)
+        var preallocated = 0
         if status.st_size == 0 && preallocate > 0 {
             // Allocating the blocks up front means later fdatasyncs need not update the
             // file's size; a full disk shows up here, before anything is acknowledged.
             // Without room for a whole segment, the log still works, growing as it is written.
-            if posix_fallocate(fd, 0, off_t(preallocate)) != 0 { ftruncate(fd, 0) }
+            if posix_fallocate(fd, 0, off_t(preallocate)) == 0 { preallocated = preallocate } else { ftruncate(fd, 0) }
         }
-        return PosixLogFile(fd: fd, path: path)
+        return PosixLogFile(fd: fd, path: path, preallocatedBytes: preallocated)
     }
 
     package func rename(_ from: String, to: String) throws(LogIOError) {
@@ -97,9 +121,12 @@ final class PosixLogFile: LogFile {
     private let fd: Int32
     private let path: String
 
-    init(fd: Int32, path: String) {
+    let preallocatedBytes: Int
+
+    init(fd: Int32, path: String, preallocatedBytes: Int) {
         self.fd = fd
         self.path = path
+        self.preallocatedBytes = preallocatedBytes
     }
 
     deinit { close() }
@@ -135,6 +162,12 @@ final class PosixLogFile: LogFile {
 
     func sync() throws(LogIOError) {
         guard fdatasync(fd) == 0 else { throw LogIOError("fdatasync \(path)", code: errno) }
+    }
+
+    func writeBack(_ range: Range<Int>) throws(LogIOError) {
+        guard imgstore_write_back(fd, Int64(range.lowerBound), Int64(range.count)) == 0 else {
+            throw LogIOError("sync_file_range \(path)", code: errno)
+        }
     }
 
     func readAll() throws(LogIOError) -> [UInt8] {

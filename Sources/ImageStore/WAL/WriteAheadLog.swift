@@ -52,6 +52,8 @@ final class WriteAheadLog: Sendable {
         var size = 0
         var lastSequence: UInt64 = 0
         var hasUnsyncedBytes = false
+        /// Whether the file is a recycled segment (its blocks are written already).
+        var recycled = false
     }
 
     /// Everything below is guarded by `condition`'s lock.
@@ -79,6 +81,8 @@ final class WriteAheadLog: Sendable {
         /// The leader thread sleeps on `leaderBell` rather than the condition: no task is
         /// suspended, so no broadcast can give it work (see `startLeader`).
         var leaderThreadOnBell = false
+        /// The zeros written ahead of the open segment's write position (WriteAheadLog+ZeroAhead.swift).
+        var zeroAhead = ZeroAhead()
     }
 
     let options: Options
@@ -94,6 +98,8 @@ final class WriteAheadLog: Sendable {
     /// rung when a task suspends and at the close. Without it, every batch's broadcast woke
     /// that thread for nothing whenever only threads were writing.
     let leaderBell = DispatchSemaphore(value: 0)
+    /// Wakes the zeroer thread while it sleeps (`ZeroAhead.zeroerAsleep`).
+    let zeroerBell = DispatchSemaphore(value: 0)
     /// Times a writer waiting for a leader's batch woke so far (tests read it).
     let writerWakeups = Atomic<Int>(0)
     /// Turns of the leader thread's loop so far (tests read it).
@@ -111,8 +117,10 @@ final class WriteAheadLog: Sendable {
         self.onFailed = onFailed
         state = State(nextSequence: nextSequence, writtenSequence: nextSequence - 1, syncedSequence: nextSequence - 1)
         state.segment = try Self.openSegment(firstSegment, options: options)
+        resetZeroAhead(for: state.segment!)
         startFlusher()
         startLeader()
+        startZeroer()
     }
 
     // MARK: - Appending
@@ -302,13 +310,16 @@ final class WriteAheadLog: Sendable {
         let syncNow = forceSync || batch.contains { $0.needsSync }
             || Date().timeIntervalSince(state.lastSync) >= options.batchInterval
         var segment = state.segment!
+        let rolls = segment.size > 0 && segment.size + batchBytes > options.segmentBytes
+        awaitZeroing(writing: batchBytes, at: segment.size, rolls: rolls)
         let writtenBefore = state.writtenSequence
         condition.unlock()
 
         var failure: LogIOError?
         var rolled: (number: UInt64, lastSequence: UInt64)?
+        var synced = false
         do {
-            if segment.size > 0 && segment.size + batchBytes > options.segmentBytes {
+            if rolls {
                 // Every record of the old segment must be durable before a record of the next one
                 // can be: recovery treats damage before valid records as lost data.
                 if segment.hasUnsyncedBytes {
@@ -325,6 +336,7 @@ final class WriteAheadLog: Sendable {
             if syncNow && segment.hasUnsyncedBytes {
                 try segment.file.sync()
                 segment.hasUnsyncedBytes = false
+                synced = true
                 // Only after the sync returned: the watermark never claims more than is durable.
                 try watermark.record(batch.last?.sequence ?? writtenBefore)
             }
@@ -335,6 +347,7 @@ final class WriteAheadLog: Sendable {
         condition.lock()
         if let rolled { state.closedSegments.append(rolled) }
         state.segment = segment
+        if rolled != nil { resetZeroAhead(for: segment) }
         if let failure {
             state.failure = state.failure ?? failure
             onFailed(batch.map(\.sequence))
@@ -346,6 +359,7 @@ final class WriteAheadLog: Sendable {
             }
             if !batch.isEmpty { onWritten(batch.map { SequencedEntry(sequence: $0.sequence, entry: $0.entry) }) }
         }
+        leaderWrote(syncedBytes: synced ? batchBytes : nil)
         state.leaderActive = false
         wakeAll()
     }
@@ -392,7 +406,7 @@ final class WriteAheadLog: Sendable {
         let recycled = try SegmentRecycler.take(in: options.directory, fileSystem: options.fileSystem, as: path)
         let file = try options.fileSystem.open(path, preallocate: recycled ? 0 : options.segmentBytes)
         try options.fileSystem.syncDirectory(options.directory)
-        return OpenSegment(number: number, file: file)
+        return OpenSegment(number: number, file: file, recycled: recycled)
     }
 
     // MARK: - Checkpoints and state
@@ -447,6 +461,7 @@ final class WriteAheadLog: Sendable {
         wakeAll()  // writers parked in back-pressure now throw `closed`
         _ = drain()  // a failure is already the log's state: what it lost is not acknowledged
         while state.leaderActive { condition.wait() }
+        stopZeroing()
         guard let segment = state.segment else { return nil }
         segment.file.close()
         watermark.close()
@@ -465,6 +480,8 @@ final class WriteAheadLog: Sendable {
         flusher.stop()
         condition.lock()
         state.isClosed = true
+        state.zeroAhead.enabled = false
+        ringZeroer()  // it ends
         condition.broadcast()
         ringLeaderBell()
         condition.unlock()
