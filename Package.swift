@@ -37,10 +37,10 @@ let package = Package(
         .target(name: "LMDB", dependencies: ["CLMDB", "CLMDBGuard", "Locking"]),
         // The validator's JPEG entropy-data scan: vector code chosen at run time (AVX-512BW, AVX2, SSE2).
         .target(name: "CImageScan"),
-        .target(name: "CFileSync"),
+        .target(name: "CFileSystem"),
         .target(name: "ImageValidation", dependencies: ["CZlib", "CDeflate", "CSpng", "CTurboJPEG", "CImageScan"]),
         .target(name: "MemoryCache"),
-        .target(name: "ImageStore", dependencies: ["LMDB", "CXXHash", "ImageValidation", "MemoryCache", "Locking", "CFileSync"]),
+        .target(name: "ImageStore", dependencies: ["LMDB", "CXXHash", "ImageValidation", "MemoryCache", "Locking", "CFileSystem"]),
         // The shared tier on S3-compatible storage (issue 18): SigV4 over libcrypto, an S3 client.
         // It conforms to ImageStore's `ImageLoaderSharedTier`; ImageStore knows nothing of S3.
         .target(name: "SharedTier", dependencies: ["CCrypto", "Locking", "ImageStore"]),

@@ -13,7 +13,7 @@ struct TimedLogFileSystem: LogFileSystem {
     func contentsOfDirectory(_ directory: String) throws(LogIOError) -> [String] {
         try base.contentsOfDirectory(directory)
     }
-    var writesZerosAhead: Bool { base.writesZerosAhead }
+    func writesZerosAhead(in directory: String) -> Bool { base.writesZerosAhead(in: directory) }
 }
 
 private final class TimedLogFile: LogFile {
@@ -27,7 +27,6 @@ private final class TimedLogFile: LogFile {
 
     func write(_ parts: [UnsafeRawBufferPointer], at offset: Int) throws(LogIOError) { try base.write(parts, at: offset) }
     func sync() throws(LogIOError) { try metrics.timedSync { () throws(LogIOError) in try base.sync() } }
-    func writeBack(_ range: Range<Int>) throws(LogIOError) { try base.writeBack(range) }
     var preallocatedBytes: Int { base.preallocatedBytes }
     func readAll() throws(LogIOError) -> [UInt8] { try base.readAll() }
     func close() { base.close() }

@@ -1,4 +1,4 @@
-import CFileSync
+import CFileSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -26,10 +26,6 @@ package protocol LogFile: AnyObject, Sendable {
     func write(_ parts: [UnsafeRawBufferPointer], at offset: Int) throws(LogIOError)
     /// Makes everything written so far durable (`fdatasync`).
     func sync() throws(LogIOError)
-    /// Starts and waits for the writeback of `range` (`sync_file_range`): its blocks are on
-    /// the device afterwards, but neither the file's metadata nor the device's cache is synced,
-    /// so it makes nothing durable. The log uses it only for the zeros it writes ahead.
-    func writeBack(_ range: Range<Int>) throws(LogIOError)
     /// Bytes from the start whose blocks `open` allocated (`posix_fallocate`); 0 when unknown.
     /// The log writes zeros ahead only inside them, so zeros never take disk space of their own.
     var preallocatedBytes: Int { get }
@@ -50,18 +46,18 @@ package protocol LogFileSystem: Sendable {
     /// The names in `directory` ("." and ".." left out). A failure throws: recovery that
     /// took an unreadable directory for an empty one would skip the log and reuse its names.
     func contentsOfDirectory(_ directory: String) throws(LogIOError) -> [String]
-    /// Whether the log should write zeros ahead of its write position in the background
-    /// (WriteAheadLog+ZeroAhead.swift): true for real files. A file system that injects faults
-    /// or counts writes for a test says false, so the log's writes stay the test's to count.
-    var writesZerosAhead: Bool { get }
+    /// Whether the log should write zeros ahead of its write position in `directory`, in the
+    /// background (WriteAheadLog+ZeroAhead.swift), through `PosixLogFileSystem` files of its
+    /// own. True only for the real file system on ext4 or XFS; a file system that injects
+    /// faults or counts writes for a test says false, so the log's writes stay the test's.
+    func writesZerosAhead(in directory: String) -> Bool
 }
 
 extension LogFileSystem {
-    package var writesZerosAhead: Bool { true }
+    package func writesZerosAhead(in directory: String) -> Bool { false }
 }
 
 extension LogFile {
-    package func writeBack(_ range: Range<Int>) throws(LogIOError) { try sync() }
     package var preallocatedBytes: Int { 0 }
 }
 
@@ -69,7 +65,14 @@ extension LogFile {
 package struct PosixLogFileSystem: LogFileSystem {
     package init() {}
 
-    package var writesZerosAhead: Bool { true }
+    /// ext4 and XFS: their preallocated blocks are unwritten extents, which zeros turn into
+    /// written ones. (ext2 and ext3 share ext4's magic number; they have no unwritten extents,
+    /// and the zeros cost them only the writes.)
+    package func writesZerosAhead(in directory: String) -> Bool {
+        var type = 0
+        guard imgstore_file_system_type(directory, &type) == 0 else { return false }
+        return [0xEF53, 0x5846_5342].contains(type)
+    }
 
     package func open(_ path: String, preallocate: Int) throws(LogIOError) -> any LogFile {
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
@@ -164,11 +167,6 @@ final class PosixLogFile: LogFile {
         guard fdatasync(fd) == 0 else { throw LogIOError("fdatasync \(path)", code: errno) }
     }
 
-    func writeBack(_ range: Range<Int>) throws(LogIOError) {
-        guard imgstore_write_back(fd, Int64(range.lowerBound), Int64(range.count)) == 0 else {
-            throw LogIOError("sync_file_range \(path)", code: errno)
-        }
-    }
 
     func readAll() throws(LogIOError) -> [UInt8] {
         var status = stat()

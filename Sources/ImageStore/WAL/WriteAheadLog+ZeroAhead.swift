@@ -12,25 +12,27 @@ import Foundation
 ///
 /// So while the log's syncs are small (their mean under `smallSyncBytes`), a thread of the
 /// log's own (`imgstore.wal-zeroer`) keeps the `aheadBytes` after the write position written
-/// with zeros, `chunkBytes` at a time. It waits for each chunk's writeback
-/// (`LogFile.writeBack`, `sync_file_range`) but does not `fdatasync` it: the extent change is
-/// then written once, by the log's next sync, instead of by every sync of the chunk. A zeroer
-/// that synced each chunk itself put its device flushes between the log's, and 16 writers of
-/// small images gained nothing. Large batches (the image
-/// mix) pay the metadata write once per megabytes and would pay the zeros' bandwidth, so they
-/// get none. Zeros read as the end of the log to recovery, exactly like preallocated space
-/// (`WALFormat.swift`), so a crash at any point leaves nothing recovery reads differently.
+/// with zeros, `chunkBytes` at a time, each chunk synced: the extent change is then durable
+/// once per chunk, before any record is written there, instead of once per sync of the log.
+/// Large batches (the image mix) pay the change once per megabytes and would pay the zeros'
+/// bandwidth, so they get none. Only on ext4 and XFS (`LogFileSystem.writesZerosAhead`): on a
+/// copy-on-write file system, zeros would only move the preallocated blocks.
 ///
-/// The zeros make nothing durable and claim nothing: only the log's own syncs do.
+/// Zeros read as the end of the log to recovery, exactly like preallocated space
+/// (`WALFormat.swift`), so a crash at any point leaves nothing recovery reads differently. They
+/// make nothing durable and claim nothing: only the log's own syncs do.
 ///
 /// Invariants, all under the log's lock:
 /// - The zeroer writes only at or after `leaderWriteEnd` (the end of the batch the leader is
-///   writing) and the segment's size, rounded up to a page: never over a record.
+///   writing, published before the leader waits or drops the lock) and the segment's size,
+///   rounded up to a page: never over a record.
 /// - A leader whose batch would reach a range being zeroed, or that rolls to the next segment,
 ///   waits until that range is done (`awaitZeroing`), and a roll forbids new ranges until it
-///   ends (`leaderWriteEnd == .max`): the zeroer never writes to a file the log closed.
-/// - A failed zero write or writeback fails the log: the writeback may have reported (and so
-///   cleared) an error of the log's own pages.
+///   ends (`leaderWriteEnd == .max`); `close()` and `detach()` wait for a range in flight
+///   (`stopZeroing`). So the zeroer never writes to a segment the log has left, which a
+///   checkpoint may recycle as a later segment.
+/// - Any failure of the zeroer only stops zeroing: it writes and syncs through a descriptor of
+///   its own, so the log's syncs still report every error of its pages.
 extension WriteAheadLog {
     /// What the zeroer knows and does, guarded by the log's lock.
     struct ZeroAhead {
@@ -66,24 +68,25 @@ extension WriteAheadLog {
     }
 
     /// Called by the leader before it drops the lock to write `bytes` (rolling first when
-    /// `rolls`): waits for a zero range it would reach, and publishes where its write ends.
-    /// Called with the lock held.
+    /// `rolls`): publishes where its write ends (so no new range starts before that), then
+    /// waits for a range in flight that it would reach. Called with the lock held.
     func awaitZeroing(writing bytes: Int, at offset: Int, rolls: Bool) {
+        state.zeroAhead.leaderWriteEnd = rolls ? .max : offset + bytes
         while let range = state.zeroAhead.inFlight, rolls || offset + bytes > range.lowerBound {
             condition.wait()
         }
-        state.zeroAhead.leaderWriteEnd = rolls ? .max : offset + bytes
     }
 
-    /// Called by the leader once its batch is written (and synced when `syncedBytes` is not
-    /// nil): updates the mean and rings the zeroer when the blocks ahead run short. Called with
-    /// the lock held.
+    /// Called by the leader once its batch is written (`syncedBytes` of it synced, nil when
+    /// not synced): updates the mean and rings the zeroer when the blocks ahead run short.
+    /// Called with the lock held.
     func leaderWrote(syncedBytes: Int?) {
         state.zeroAhead.leaderWriteEnd = 0
-        if let syncedBytes {
+        // A sync of nothing new (a flush) says nothing about the batches' size.
+        if let syncedBytes, syncedBytes > 0 {
             let mean8 = state.zeroAhead.syncedBytes8
             // The first sync sets the mean: a log that starts with large batches zeros nothing.
-            state.zeroAhead.syncedBytes8 = mean8 == 0 ? 8 * max(syncedBytes, 1) : mean8 + syncedBytes - mean8 / 8
+            state.zeroAhead.syncedBytes8 = mean8 == 0 ? 8 * syncedBytes : mean8 + syncedBytes - mean8 / 8
         }
         if nextZeroRange() != nil { ringZeroer() }
     }
@@ -108,19 +111,19 @@ extension WriteAheadLog {
         zeroerBell.signal()
     }
 
-    /// Stops the zeroer's work for good and waits for a range in flight. Called with the lock
-    /// held, after `isClosed` is set (which stops new ranges).
+    /// Stops the zeroer for good: waits for a range in flight (so no zero lands in a file the
+    /// log closed, or that a later opener recycles) and lets its thread end. Called with the
+    /// lock held, after `isClosed` is set (which stops new ranges).
     func stopZeroing() {
         state.zeroAhead.enabled = false
         while state.zeroAhead.inFlight != nil { condition.wait() }
         ringZeroer()
     }
 
-    /// Starts the zeroer thread when the file system writes real files. It ends once the log is
-    /// closed or dropped.
+    /// Starts the zeroer thread (`State.zeroAhead.enabled` was set in `init`). It ends once the
+    /// log is closed or dropped.
     func startZeroer() {
-        guard options.fileSystem.writesZerosAhead else { return }
-        state.zeroAhead.enabled = true
+        guard state.zeroAhead.enabled else { return }
         let thread = Thread { [weak self] in
             // The strong reference lives one turn of the loop, as the leader thread's does.
             while let log = self {
@@ -143,41 +146,41 @@ extension WriteAheadLog {
         thread.start()
     }
 
-    /// Zeros the next range, if there is one; returns whether it did. Called and returns with
-    /// the lock held; drops it for the I/O.
+    /// Zeros the next range, if there is one, and syncs it; returns whether it did. Called and
+    /// returns with the lock held; drops it for the I/O.
+    ///
+    /// It writes through a descriptor of its own: a sync reports a writeback error once per
+    /// open file description (`errseq`), so a sync on the log's descriptor could take an error
+    /// of the log's own pages and leave the log's next `fdatasync` returning success. With its
+    /// own, the log still hears every error, and the zeroer stops at its first.
     private func zeroNextRange() -> Bool {
-        guard let range = nextZeroRange(), let file = state.segment?.file else { return false }
+        guard let range = nextZeroRange(), let segment = state.segment else { return false }
         state.zeroAhead.inFlight = range
         condition.unlock()
-        var writeFailed = false
-        var failure: LogIOError?
+        var failed = false
         do {
+            let file = try PosixLogFileSystem().open(options.directory + "/" + WALFormat.segmentName(segment.number), preallocate: 0)
+            defer { file.close() }
             try Self.zeros.withUnsafeBytes { zeros in
                 Result { () throws(LogIOError) in
                     try file.write([UnsafeRawBufferPointer(rebasing: zeros.prefix(range.count))], at: range.lowerBound)
                 }
             }.get()
+            try file.sync()
         } catch {
-            writeFailed = true
-        }
-        if !writeFailed {
-            do { try file.writeBack(range) } catch { failure = error }
+            failed = true
         }
         condition.lock()
         state.zeroAhead.inFlight = nil
-        if writeFailed {
-            // Zeros into allocated blocks fail only on a sick device, and a failed write
-            // reports nothing the log's own sync will not: zeroing just stops.
+        if failed {
+            // The log's own syncs report what went wrong, if anything did: zeroing just stops.
             state.zeroAhead.enabled = false
-        } else if let failure {
-            // The writeback may have reported (and cleared) an error of the log's own pages.
-            state.failure = state.failure ?? failure
-            wakeAll()
-        } else if state.zeroAhead.segment == state.segment?.number {
+        } else if state.zeroAhead.segment == segment.number {
             state.zeroAhead.writtenThrough = max(state.zeroAhead.writtenThrough, range.upperBound)
+            zeroedChunks.wrappingAdd(1, ordering: .relaxed)
         }
         condition.broadcast()  // a leader waiting for the range, a close
-        return !writeFailed && failure == nil
+        return !failed
     }
 
     /// One chunk of zeros, shared by every log.

@@ -102,6 +102,8 @@ final class WriteAheadLog: Sendable {
     let zeroerBell = DispatchSemaphore(value: 0)
     /// Times a writer waiting for a leader's batch woke so far (tests read it).
     let writerWakeups = Atomic<Int>(0)
+    /// Chunks of zeros the zeroer wrote and synced so far (tests read it).
+    let zeroedChunks = Atomic<Int>(0)
     /// Turns of the leader thread's loop so far (tests read it).
     let leaderThreadTurns = Atomic<Int>(0)
     /// Told after each completed sync how far the log is durable (the leader writes it).
@@ -118,6 +120,7 @@ final class WriteAheadLog: Sendable {
         state = State(nextSequence: nextSequence, writtenSequence: nextSequence - 1, syncedSequence: nextSequence - 1)
         state.segment = try Self.openSegment(firstSegment, options: options)
         resetZeroAhead(for: state.segment!)
+        state.zeroAhead.enabled = options.fileSystem.writesZerosAhead(in: options.directory)
         startFlusher()
         startLeader()
         startZeroer()
@@ -480,8 +483,7 @@ final class WriteAheadLog: Sendable {
         flusher.stop()
         condition.lock()
         state.isClosed = true
-        state.zeroAhead.enabled = false
-        ringZeroer()  // it ends
+        stopZeroing()
         condition.broadcast()
         ringLeaderBell()
         condition.unlock()
