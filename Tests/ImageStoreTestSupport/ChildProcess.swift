@@ -132,13 +132,14 @@ public enum ChildProcess {
             wait(timeout: timeout) { $0.contains(line) }
         }
 
-        /// Waits until `done` holds for the output so far (or the child exits). Returns whether it did.
-        public func wait(timeout: TimeInterval = 60, until done: (String) -> Bool) -> Bool {
+        /// Waits until `done` holds for the output so far (or the child exits), looking every
+        /// `pollMicroseconds`. Returns whether it did.
+        public func wait(timeout: TimeInterval = 60, pollMicroseconds: UInt32 = 2000, until done: (String) -> Bool) -> Bool {
             let deadline = Date(timeIntervalSinceNow: timeout)
             while Date() < deadline {
                 if done(text) { return true }
                 if !isRunning { usleep(20_000); return done(text) }
-                usleep(2000)
+                usleep(pollMicroseconds)
             }
             return false
         }
