@@ -36,9 +36,8 @@ import Foundation
 extension WriteAheadLog {
     /// What the zeroer knows and does, guarded by the log's lock.
     struct ZeroAhead {
-        /// The segment `writtenThrough` describes.
-        var segment: UInt64 = 0
-        /// Blocks of that segment before this offset are written (records, or zeros written back).
+        /// Blocks of the open segment before this offset are written (records, or synced
+        /// zeros). Reset at each roll, which no range in flight outlives.
         var writtenThrough = 0
         /// The range being zeroed now.
         var inFlight: Range<Int>?
@@ -49,7 +48,8 @@ extension WriteAheadLog {
         var syncedBytes8 = 0
         /// Whether the zeroer thread sleeps on `zeroerBell` (see `ringZeroer`).
         var zeroerAsleep = false
-        /// Whether the zeroer runs at all (the file system writes real files).
+        /// Whether the zeroer runs at all (`LogFileSystem.writesZerosAhead`), until the close or
+        /// its first failure.
         var enabled = false
     }
 
@@ -61,10 +61,10 @@ extension WriteAheadLog {
     static let chunkBytes = 512 << 10
     private static let pageBytes = 4096
 
-    /// Starts a fresh accounting for `segment`: a recycled file's blocks are written already.
-    func resetZeroAhead(for segment: OpenSegment) {
-        state.zeroAhead.segment = segment.number
-        state.zeroAhead.writtenThrough = segment.recycled ? options.segmentBytes : 0
+    /// Starts a fresh accounting for a new open segment. (A recycled one has no preallocated
+    /// bytes, `LogFile.preallocatedBytes`, so it gets no zeros: its blocks are written already.)
+    func resetZeroAhead() {
+        state.zeroAhead.writtenThrough = 0
     }
 
     /// Called by the leader before it drops the lock to write `bytes` (rolling first when
@@ -95,8 +95,7 @@ extension WriteAheadLog {
     private func nextZeroRange() -> Range<Int>? {
         let zero = state.zeroAhead
         guard zero.enabled, zero.inFlight == nil, zero.leaderWriteEnd != .max, !state.isClosed,
-              state.failure == nil, let segment = state.segment, segment.number == zero.segment,
-              zero.syncedBytes8 > 0, zero.syncedBytes8 < 8 * Self.smallSyncBytes else { return nil }
+              state.failure == nil, let segment = state.segment, zero.syncedBytes8 > 0, zero.syncedBytes8 < 8 * Self.smallSyncBytes else { return nil }
         let after = max(zero.writtenThrough, segment.size, zero.leaderWriteEnd)
         let start = (after + Self.pageBytes - 1) / Self.pageBytes * Self.pageBytes
         let end = segment.file.preallocatedBytes
@@ -175,7 +174,9 @@ extension WriteAheadLog {
         if failed {
             // The log's own syncs report what went wrong, if anything did: zeroing just stops.
             state.zeroAhead.enabled = false
-        } else if state.zeroAhead.segment == segment.number {
+        } else {
+            // Invariant: a roll waits for the range in flight, so the segment is still open.
+            assert(state.segment?.number == segment.number)
             state.zeroAhead.writtenThrough = max(state.zeroAhead.writtenThrough, range.upperBound)
             zeroedChunks.wrappingAdd(1, ordering: .relaxed)
         }

@@ -52,8 +52,6 @@ final class WriteAheadLog: Sendable {
         var size = 0
         var lastSequence: UInt64 = 0
         var hasUnsyncedBytes = false
-        /// Whether the file is a recycled segment (its blocks are written already).
-        var recycled = false
     }
 
     /// Everything below is guarded by `condition`'s lock.
@@ -119,7 +117,7 @@ final class WriteAheadLog: Sendable {
         self.onFailed = onFailed
         state = State(nextSequence: nextSequence, writtenSequence: nextSequence - 1, syncedSequence: nextSequence - 1)
         state.segment = try Self.openSegment(firstSegment, options: options)
-        resetZeroAhead(for: state.segment!)
+        resetZeroAhead()
         state.zeroAhead.enabled = options.fileSystem.writesZerosAhead(in: options.directory)
         startFlusher()
         startLeader()
@@ -350,7 +348,7 @@ final class WriteAheadLog: Sendable {
         condition.lock()
         if let rolled { state.closedSegments.append(rolled) }
         state.segment = segment
-        if rolled != nil { resetZeroAhead(for: segment) }
+        if rolled != nil { resetZeroAhead() }
         if let failure {
             state.failure = state.failure ?? failure
             onFailed(batch.map(\.sequence))
@@ -409,7 +407,7 @@ final class WriteAheadLog: Sendable {
         let recycled = try SegmentRecycler.take(in: options.directory, fileSystem: options.fileSystem, as: path)
         let file = try options.fileSystem.open(path, preallocate: recycled ? 0 : options.segmentBytes)
         try options.fileSystem.syncDirectory(options.directory)
-        return OpenSegment(number: number, file: file, recycled: recycled)
+        return OpenSegment(number: number, file: file)
     }
 
     // MARK: - Checkpoints and state
