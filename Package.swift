@@ -38,9 +38,11 @@ let package = Package(
         // The validator's JPEG entropy-data scan: vector code chosen at run time (AVX-512BW, AVX2, SSE2).
         .target(name: "CImageScan"),
         .target(name: "CFileSystem"),
+        // A copy with streaming stores, for the bytes of a disk read the memory tier keeps.
+        .target(name: "CStreamingCopy"),
         .target(name: "ImageValidation", dependencies: ["CZlib", "CDeflate", "CSpng", "CTurboJPEG", "CImageScan"]),
         .target(name: "MemoryCache"),
-        .target(name: "ImageStore", dependencies: ["LMDB", "CXXHash", "ImageValidation", "MemoryCache", "Locking", "CFileSystem"]),
+        .target(name: "ImageStore", dependencies: ["LMDB", "CXXHash", "ImageValidation", "MemoryCache", "Locking", "CFileSystem", "CStreamingCopy"]),
         // The shared tier on S3-compatible storage (issue 18): SigV4 over libcrypto, an S3 client.
         // It conforms to ImageStore's `ImageLoaderSharedTier`; ImageStore knows nothing of S3.
         .target(name: "SharedTier", dependencies: ["CCrypto", "Locking", "ImageStore"]),
@@ -65,7 +67,8 @@ let package = Package(
         .testTarget(name: "ImageValidationTests", dependencies: ["ImageValidation", "CImageScan", "ImageStoreTestSupport"]),
         .testTarget(name: "MemoryCacheTests", dependencies: ["MemoryCache", "ImageStoreTestSupport"]),
         .testTarget(
-            name: "ImageStoreTests", dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB", "Locking", "CXXHash", "imgstore-test-child"]),
+            name: "ImageStoreTests",
+            dependencies: ["ImageStore", "ImageStoreTestSupport", "LMDB", "Locking", "CXXHash", "CStreamingCopy", "imgstore-test-child"]),
         // One host of a fleet in its own process (the fleet test starts several).
         .executableTarget(
             name: "imgstore-loader-child", dependencies: ["ImageStore", "SharedTier"], path: "Tests/imgstore-loader-child"),

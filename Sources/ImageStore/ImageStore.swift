@@ -324,7 +324,7 @@ public final class ImageStore: Sendable {
             }
             let generation = memory?.currentGeneration ?? 0
             // A class reference, nil on a miss: no optional record is copied on the way out.
-            guard let entry = try tier.entry(cacheKey: cacheKey, hash: hash) else {
+            guard let entry = try tier.entry(cacheKey: cacheKey, hash: hash, keptUpTo: memory?.maxEntryBytes ?? 0) else {
                 counters.count(.miss)
                 return nil
             }

@@ -1,3 +1,4 @@
+import CStreamingCopy
 import CXXHash
 import Foundation
 import ImageStoreTestSupport
@@ -16,6 +17,33 @@ import Testing
         return (0..<count).map { _ in UInt8.random(in: 0...255, using: &rng) }
     }
 
+    /// The streaming copy fills whole 64-byte lines between an ordinary head and tail: every
+    /// alignment of either side and every length around a line must copy exactly, and write
+    /// nothing outside the destination's range.
+    @Test func theStreamingCopyCopiesEveryAlignmentAndLengthExactly() {
+        let source = bytes(4_096, seed: 7)
+        var failures = 0
+        source.withUnsafeBytes { from in
+            for sourceOffset in [0, 1, 15, 16, 63] {
+                for destinationOffset in [0, 1, 8, 17, 48, 63] {
+                    for count in [0, 1, 15, 16, 63, 64, 65, 127, 128, 129, 200, 1_000, 2_048 + 37] {
+                        var destination = [UInt8](repeating: 0xA5, count: count + 256)
+                        destination.withUnsafeMutableBytes { to in
+                            imgstore_streaming_copy(to.baseAddress! + 64 + destinationOffset,
+                                                    from.baseAddress! + sourceOffset, count)
+                        }
+                        let start = 64 + destinationOffset
+                        let copied = destination[start..<(start + count)].elementsEqual(source[sourceOffset..<(sourceOffset + count)])
+                        let untouched = destination[..<start].allSatisfy { $0 == 0xA5 }
+                            && destination[(start + count)...].allSatisfy { $0 == 0xA5 }
+                        if !copied || !untouched { failures += 1 }
+                    }
+                }
+            }
+        }
+        #expect(failures == 0)
+    }
+
     @Test func theEmptyInputHasXXH3sPublishedValue() {
         #expect(Checksum.xxh3(nil, 0) == 0x2D06_8005_38D3_94C2)
     }
@@ -27,9 +55,11 @@ import Testing
             #expect(Checksum.blob(input) == XXH3_64bits(input.baseAddress, input.count))
             #expect(Checksum.xxh3(input.baseAddress, input.count, seed: 0x1234_5678_9abc)
                 == XXH3_64bits_withSeed(input.baseAddress, input.count, 0x1234_5678_9abc))
-            let (copy, checksum) = Checksum.copyingBlob(input)
-            #expect(checksum == XXH3_64bits(input.baseAddress, input.count))
-            #expect(copy == Data(input))
+            for streaming in [false, true] {
+                let (copy, checksum) = Checksum.copyingBlob(input, streaming: streaming)
+                #expect(checksum == XXH3_64bits(input.baseAddress, input.count), "streaming: \(streaming)")
+                #expect(copy == Data(input), "streaming: \(streaming)")
+            }
             let state = XXH3_createState()!
             defer { XXH3_freeState(state) }
             XXH3_64bits_reset(state)

@@ -22,6 +22,8 @@ final class MemoryTier: Sendable {
     /// variants throughout): a read computes the key's hash once for the key filter, this tier
     /// and LMDB, and the cache hashes no string.
     private let cache: MemoryCache<String, Entry>
+    /// The largest entry (in image bytes) the tier keeps (`Configuration.memoryMaxEntryBytes`).
+    let maxEntryBytes: Int
     /// Mixed into both words of every key's hash (`cacheHash`): XXH3 is a fixed function, so
     /// without a secret whoever picks the URLs could pick ones that crowd one shard's table.
     private let seed = UInt64.random(in: .min ... .max)
@@ -48,6 +50,7 @@ final class MemoryTier: Sendable {
         guard configuration.memoryCostLimit > 0, configuration.memoryMaxEntryBytes > 0 else { return nil }
         let clock = configuration.clock
         fillHook = configuration.memoryFillHook
+        maxEntryBytes = configuration.memoryMaxEntryBytes
         customKeyHasher = configuration.keyHasher
         do {
             cache = try MemoryCache(configuration: .init(

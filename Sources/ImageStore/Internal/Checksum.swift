@@ -1,3 +1,4 @@
+import CStreamingCopy
 import CXXHash
 import Foundation
 
@@ -42,29 +43,58 @@ enum Checksum {
         #endif
     }
 
-    /// A copy of `bytes` and their XXH3-64 (the same value as `blob`), reading the source once.
+    /// A copy of `bytes` and their XXH3-64 (the same value as `blob`), reading the source from memory once.
     ///
-    /// Copying and then hashing reads every byte twice, and for an image larger than the caches the second pass comes
-    /// from memory again. So a large blob is copied in chunks that fit in L2, each hashed (streaming XXH3) right
-    /// after it is copied, while it is still in cache. A small blob is hashed then copied (both in cache anyway).
-    static func copyingBlob(_ bytes: UnsafeRawBufferPointer) -> (Data, UInt64) {
-        guard bytes.count > fusedChunkBytes, let state = XXH3_createState() else { return (Data(bytes), blob(bytes)) }
+    /// Hashing and then copying would read every byte twice, and for an image larger than the caches the second pass
+    /// would come from memory again. So a large blob goes in chunks that fit in L2: each is hashed (streaming XXH3)
+    /// where it lies, then copied while it is still in the cache. Hashing first measured faster than copying first
+    /// (`Tools/read-bound`), and it lets the copy use streaming stores. A small blob is hashed whole, then copied.
+    ///
+    /// Invariant: the copy holds the bytes hashed. Both read `bytes` in turn, and the caller's `bytes` are a read
+    /// transaction's mapped blob, which LMDB never rewrites while the transaction is open (a writer reuses only pages
+    /// no open reader can reach).
+    ///
+    /// - Parameter streaming: write the copy with streaming stores (`imgstore_streaming_copy`), for a copy the
+    ///   caller keeps: the memory tier's. Its buffer is memory the caches no longer hold (what evictions freed), and an
+    ///   ordinary store first reads each of its lines from memory. `Tools/read-bound` measures both.
+    static func copyingBlob(_ bytes: UnsafeRawBufferPointer, streaming: Bool = false) -> (Data, UInt64) {
+        guard bytes.count > fusedChunkBytes, let state = XXH3_createState() else {
+            guard streaming, bytes.count > 0 else { return (Data(bytes), blob(bytes)) }
+            let checksum = blob(bytes)
+            return (streamingCopy(bytes), checksum)
+        }
         defer { XXH3_freeState(state) }
         XXH3_64bits_reset(state)
-        // Invariant: `malloc` never returns nil for a nonzero size on Linux (overcommit); trap if it ever does.
-        let copy = malloc(bytes.count)!
+        let copy = allocate(bytes.count)
         var offset = 0
         while offset < bytes.count {
             let n = min(fusedChunkBytes, bytes.count - offset)
-            let chunk = copy + offset
-            chunk.copyMemory(from: bytes.baseAddress! + offset, byteCount: n)
-            update(state, chunk, n)
+            let source = bytes.baseAddress! + offset
+            update(state, source, n)
+            if streaming {
+                imgstore_streaming_copy(copy + offset, source, n)
+            } else {
+                (copy + offset).copyMemory(from: source, byteCount: n)
+            }
             offset += n
         }
         return (Data(bytesNoCopy: copy, count: bytes.count, deallocator: .free), XXH3_64bits_digest(state))
     }
 
-    /// Bytes per copy-and-hash step of `copyingBlob`: well inside a 512 KiB L2, with room for the source lines.
+    /// A copy of `bytes` (not empty) written with streaming stores.
+    private static func streamingCopy(_ bytes: UnsafeRawBufferPointer) -> Data {
+        let copy = allocate(bytes.count)
+        imgstore_streaming_copy(copy, bytes.baseAddress!, bytes.count)
+        return Data(bytesNoCopy: copy, count: bytes.count, deallocator: .free)
+    }
+
+    /// `count` (> 0) bytes from `malloc`, for a `Data` that frees them.
+    private static func allocate(_ count: Int) -> UnsafeMutableRawPointer {
+        // Invariant: `malloc` never returns nil for a nonzero size on Linux (overcommit); trap if it ever does.
+        malloc(count)!
+    }
+
+    /// Bytes per hash-and-copy step of `copyingBlob`: well inside a 512 KiB L2, with room for the destination's lines.
     static let fusedChunkBytes = 64 << 10
 
     /// XXH3-128 of a cache key: the 16-byte prefix of its entry key.

@@ -28,17 +28,21 @@ extension DurableTier {
     /// The entry stored for `cacheKey` with a copy of its bytes, verified against the record's
     /// checksum, or nil; the copy and the checksum are one pass over the mapped bytes
     /// (`Checksum.copyingBlob`).
+    /// - Parameters:
+    ///   - hash: `cacheKey`'s `KeyHash`, as the read computed it.
+    ///   - keptUpTo: the largest blob the caller keeps (the memory tier's entry limit; 0 when it
+    ///     keeps none). A copy it keeps is written with streaming stores (`copyingBlob`'s
+    ///     `streaming`).
     /// - Throws: `checksumMismatch` when the bytes are corrupt (they are not returned);
     ///   `corruptStore` for an entry without bytes or a damaged tree.
-    /// `hash` is `cacheKey`'s `KeyHash`, as the read computed it.
-    func entry(cacheKey: String, hash: KeyHash) throws(ImageStoreError) -> DecodedEntry? {
+    func entry(cacheKey: String, hash: KeyHash, keptUpTo: Int = 0) throws(ImageStoreError) -> DecodedEntry? {
         // The result goes out through `found`, a class reference (nil on a miss), not as the
         // read's (generic, unspecialised across modules) result or as an optional tuple: copying
         // a large optional through value witnesses (memmove) took about 10% of a miss.
         var found: DecodedEntry?
         try reading("reading an entry") { txn in
             try locateBlob(cacheKey, hash: hash, in: txn) { record, blob in
-                let (copy, checksum) = Checksum.copyingBlob(blob)
+                let (copy, checksum) = Checksum.copyingBlob(blob, streaming: blob.count <= keptUpTo)
                 try verify(record, blob: blob, checksum: checksum)
                 found = DecodedEntry(record: record, data: copy)
             }
