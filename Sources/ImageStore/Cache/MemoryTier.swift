@@ -11,7 +11,8 @@ import Synchronization
 /// evictions) invalidates the keys it touched right after its transaction commits. A read that
 /// fills the tier checks a generation counter that every invalidation bumps: if anything was
 /// invalidated while it read LMDB, it inserts nothing (the check and the insert are one step
-/// under a lock), so an old read is never visible after the invalidation that raced with it.
+/// under the shared side of a lock whose exclusive side the bump takes), so an old read is
+/// never visible after the invalidation that raced with it.
 /// Until the log applier reaches LMDB, the pending index (consulted first) shadows the memory
 /// tier.
 final class MemoryTier: Sendable {
@@ -31,12 +32,12 @@ final class MemoryTier: Sendable {
     /// The store's key hasher when a test replaced it (`Configuration.keyHasher`), so a key's
     /// hash here is the one the read path computes for the key filter and LMDB.
     private let customKeyHasher: (@Sendable (String) -> [UInt8])?
-    /// Bumped by every invalidation; a fill inserts only while holding it (see `fill`).
-    private let generation = LockedValue<UInt64>(0)
-    /// `generation`'s value, stored under its lock after each bump, so `currentGeneration` (read
-    /// by every miss and disk read) takes no lock. It never runs ahead of `generation`: a read
-    /// during a bump sees the older value, and its fill then finds a mismatch and inserts nothing.
-    private let publishedGeneration = Atomic<UInt64>(0)
+    /// Bumped by every invalidation, only under `fillGate`'s exclusive side. Read without it
+    /// (`currentGeneration`, by every disk read) and under its shared side (`fill`).
+    private let generation = Atomic<UInt64>(0)
+    /// Fills hold it shared, so they do not exclude one another (each is a `MemoryCache.set`,
+    /// which locks only its shard); a bump holds it exclusively (see `bumpGeneration`).
+    private let fillGate = SharedLock()
     private let fillHook: (@Sendable (MemoryFillPhase, String) -> Void)?
     /// The LMDB commit a read-only store's tier last emptied itself for (`follow`); unused by a
     /// writable store, whose own writes invalidate their keys.
@@ -87,13 +88,13 @@ final class MemoryTier: Sendable {
     }
 
     /// The generation to pass to `fill` after reading LMDB.
-    var currentGeneration: UInt64 { publishedGeneration.load(ordering: .acquiring) }
+    var currentGeneration: UInt64 { generation.load(ordering: .acquiring) }
 
     /// Keeps an entry read from LMDB, unless something was invalidated since `generation`.
     /// `hash` is the entry's `KeyHash`, as the read computed it.
     /// Sliding entries are kept without an expiry (the store checks theirs on every hit).
     ///
-    /// The check and the insert are one step under the generation lock, so an entry older
+    /// The check and the insert are one step under `fillGate`'s shared side, so an entry older
     /// than an invalidation is never visible, not even for a moment. (Inserting first and
     /// withdrawing it after a failed check let a writer, whose put had just left the pending
     /// index, read the older bytes back.)
@@ -102,8 +103,9 @@ final class MemoryTier: Sendable {
         guard cost > 0 else { return }
         let hash = cacheHash(hash)
         fillHook?(.beforeInsert, entry.record.cacheKey)
-        self.generation.withLock { current in
-            guard current == generation else { return }  // invalidated while it read LMDB
+        fillGate.shared {
+            // Invalidated while it read LMDB. Relaxed: the gate orders this load after any bump.
+            guard self.generation.load(ordering: .relaxed) == generation else { return }
             // `set` refuses only a cost below 1, and `cost > 0` here; an entry not cached is
             // never wrong (the next read goes to LMDB), so there is nothing to report.
             do {
@@ -135,15 +137,15 @@ final class MemoryTier: Sendable {
     /// entry is never served after the writer changed it in LMDB. Called before every memory
     /// lookup of such a store. Each commit of the writer thus empties the tier once.
     ///
-    /// Invariant: `followedCommit` is stored only after the tier was emptied (under the
-    /// generation lock), so a reader that sees the new commit finds no entry kept before it; and
-    /// a fill that read LMDB before the commit holds an older generation, so it inserts nothing.
+    /// Invariant: `followedCommit` is stored only after the tier was emptied (under
+    /// `fillGate`'s exclusive side), so a reader that sees the new commit finds no entry kept
+    /// before it; and a fill that read LMDB before the commit holds an older generation, so it
+    /// inserts nothing.
     func follow(committedTransaction transaction: UInt64) {
         guard followedCommit.load(ordering: .acquiring) != transaction else { return }
-        generation.withLock { generation in
+        fillGate.exclusive {
             guard followedCommit.load(ordering: .relaxed) != transaction else { return }
-            generation &+= 1
-            publishedGeneration.store(generation, ordering: .releasing)
+            generation.add(1, ordering: .releasing)
             cache.removeAll()
             followedCommit.store(transaction, ordering: .releasing)
         }
@@ -151,14 +153,12 @@ final class MemoryTier: Sendable {
 
     /// Fails every fill that read LMDB before now. Callers drop their keys after this.
     ///
-    /// Invariant: a fill inserts only under the lock, after seeing an unchanged generation.
-    /// So a fill either locks before this bump (its insert is done, and the removal that
-    /// follows drops it) or after it (it sees the bump and inserts nothing).
+    /// Invariant: a fill inserts only under `fillGate`'s shared side, after seeing an unchanged
+    /// generation, and this bump holds the exclusive side. So a fill either holds the gate before
+    /// this bump (its insert is done, and the removal that follows drops it) or after it (it sees
+    /// the bump and inserts nothing).
     private func bumpGeneration() {
-        generation.withLock {
-            $0 &+= 1
-            publishedGeneration.store($0, ordering: .releasing)
-        }
+        fillGate.exclusive { generation.add(1, ordering: .releasing) }
     }
 
     var statistics: MemoryCacheStatistics { cache.statistics }

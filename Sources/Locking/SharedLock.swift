@@ -1,0 +1,54 @@
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
+
+/// A lock with a shared side, which any number of threads hold at once, and an exclusive side,
+/// which excludes both: a `pthread_rwlock_t` (so ThreadSanitizer sees its edges, as
+/// `LockedValue`'s mutex). It guards no value: the caller states what each side protects.
+///
+/// Writers are preferred on Linux (`PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP`): a steady
+/// stream of shared holders cannot starve the exclusive side. So a thread must never take the
+/// shared side twice (a waiting exclusive holder would block the inner one forever), nor either
+/// side while it holds the other.
+package final class SharedLock: @unchecked Sendable {
+    // @unchecked Sendable: the lock lives in its own allocation, so it never moves, and is only
+    // touched through the pthread calls, which are thread-safe.
+    private let lock: UnsafeMutablePointer<pthread_rwlock_t>
+
+    package init() {
+        lock = .allocate(capacity: 1)
+        var attributes = pthread_rwlockattr_t()
+        pthread_rwlockattr_init(&attributes)
+        defer { pthread_rwlockattr_destroy(&attributes) }
+        #if canImport(Glibc)
+        pthread_rwlockattr_setkind_np(&attributes, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
+        #endif
+        let rc = pthread_rwlock_init(lock, &attributes)
+        precondition(rc == 0, "pthread_rwlock_init failed: \(rc)")
+    }
+
+    deinit {
+        pthread_rwlock_destroy(lock)
+        lock.deallocate()
+    }
+
+    /// Runs `body` holding the shared side.
+    @inline(__always)
+    package func shared<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        let rc = pthread_rwlock_rdlock(lock)
+        precondition(rc == 0, "pthread_rwlock_rdlock failed: \(rc)")
+        defer { pthread_rwlock_unlock(lock) }
+        return try body()
+    }
+
+    /// Runs `body` holding the exclusive side: no other holder of either side.
+    @inline(__always)
+    package func exclusive<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        let rc = pthread_rwlock_wrlock(lock)
+        precondition(rc == 0, "pthread_rwlock_wrlock failed: \(rc)")
+        defer { pthread_rwlock_unlock(lock) }
+        return try body()
+    }
+}
