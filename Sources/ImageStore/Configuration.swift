@@ -125,6 +125,12 @@ extension ImageStore {
         /// it inserts an entry it read from LMDB, so tests can land a write in between. Not
         /// public API.
         package var memoryFillHook: (@Sendable (MemoryFillPhase, String) -> Void)?
+        /// Replaces the last commit a read-only store reads before each memory lookup
+        /// (`followWriter`), given the one LMDB reports, so tests can stand in for a writer
+        /// whose commit LMDB already reports (its meta page is written) while new read
+        /// transactions still get the one before (the lock region's transaction ID is set after
+        /// the meta page's write returns). Not public API.
+        package var lastCommitProbe: (@Sendable (UInt64) -> UInt64)?
         /// Called by `verify` with each log segment's path just before it opens it, so tests
         /// can retire the segment in between, as a live writer's checkpoint may. Not public API.
         package var verifyWillOpenLogSegment: (@Sendable (String) -> Void)?

@@ -448,7 +448,8 @@ public final class ImageStore: Sendable {
     @inline(__always)
     func followWriter() throws(ImageStoreError) {
         guard writes == nil, let memory else { return }
-        memory.follow(committedTransaction: try tier.lastCommittedTransaction())
+        let last = try tier.lastCommittedTransaction()
+        memory.follow(committedTransaction: configuration.lastCommitProbe?(last) ?? last)
     }
 
     /// `mayHold` for a key's hash already computed.

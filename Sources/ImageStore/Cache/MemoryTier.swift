@@ -104,8 +104,11 @@ final class MemoryTier: Sendable {
         let hash = cacheHash(hash)
         fillHook?(.beforeInsert, entry.record.cacheKey)
         fillGate.shared {
-            // Invalidated while it read LMDB. Relaxed: the gate orders this load after any bump.
-            guard self.generation.load(ordering: .relaxed) == generation else { return }
+            // Invalidated while it read LMDB, or read from a snapshot older than the commit a
+            // read-only store followed (see `follow`). Relaxed: the gate orders both loads after
+            // any bump.
+            guard self.generation.load(ordering: .relaxed) == generation,
+                  entry.transaction >= followedCommit.load(ordering: .relaxed) else { return }
             // `set` refuses only a cost below 1, and `cost > 0` here; an entry not cached is
             // never wrong (the next read goes to LMDB), so there is nothing to report.
             do {
@@ -140,7 +143,10 @@ final class MemoryTier: Sendable {
     /// Invariant: `followedCommit` is stored only after the tier was emptied (under
     /// `fillGate`'s exclusive side), so a reader that sees the new commit finds no entry kept
     /// before it; and a fill that read LMDB before the commit holds an older generation, so it
-    /// inserts nothing.
+    /// inserts nothing. LMDB reports a commit (`mdb_env_info`, from the meta page) before new
+    /// read transactions get it (the lock region's ID is set after the meta page's write), so a
+    /// read that began after this call can still read the snapshot before `transaction`: a fill
+    /// also inserts nothing read from a snapshot older than `followedCommit`.
     func follow(committedTransaction transaction: UInt64) {
         guard followedCommit.load(ordering: .acquiring) != transaction else { return }
         fillGate.exclusive {

@@ -13,9 +13,12 @@ import Foundation
 /// fixed-expiry entry returns this object as the `StoredImage`'s contents.
 final class DecodedEntry: ImageContents, @unchecked Sendable {
     let record: EntryRecord
+    /// The ID of the LMDB snapshot it was read from (`mdb_txn_id` of the read transaction).
+    let transaction: UInt64
 
-    init(record: EntryRecord, data: Data) {
+    init(record: EntryRecord, data: Data, transaction: UInt64) {
         self.record = record
+        self.transaction = transaction
         super.init(data: data, info: ImageStore.info(record))
     }
 }

@@ -44,7 +44,7 @@ extension DurableTier {
             try locateBlob(cacheKey, hash: hash, in: txn) { record, blob in
                 let (copy, checksum) = Checksum.copyingBlob(blob, streaming: blob.count <= keptUpTo)
                 try verify(record, blob: blob, checksum: checksum)
-                found = DecodedEntry(record: record, data: copy)
+                found = DecodedEntry(record: record, data: copy, transaction: UInt64(txn.id))
             }
         }
         return found

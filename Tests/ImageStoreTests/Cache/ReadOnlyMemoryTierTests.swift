@@ -54,4 +54,27 @@ import Testing
             #expect(try reader.get(Self.url) == nil, "served from memory after the writer removed it")
         }
     }
+
+    /// LMDB reports a writer's commit (`mdb_env_info`, from the meta page) before new read
+    /// transactions get it (the lock region's ID is set after the meta page's write returns).
+    /// A reader that follows the commit in that window reads the snapshot before it: what it
+    /// reads must not stay in memory, or it would be served after the commit became visible,
+    /// when the tier no longer empties itself for it. The probe reports one commit more than
+    /// LMDB while the reads run: the second read must come from LMDB again.
+    @Test func bytesReadFromASnapshotOlderThanTheFollowedCommitAreNotKept() throws {
+        try withTemporaryDirectory { directory throws in
+            let path = directory + "/store"
+            try AdminRun.makeStore(at: path, count: 4, seed: 1)
+            var configuration = ImageStore.Configuration()
+            configuration.readOnly = true
+            configuration.memoryCostLimit = 8 << 20
+            configuration.lastCommitProbe = { $0 + 1 }
+            let reader = try ImageStore(path: path, configuration: configuration)
+            defer { reader.close() }
+            let first = try #require(try reader.get(Self.url))
+            let again = try #require(try reader.get(Self.url))
+            #expect(first.source == .disk)
+            #expect(again.source == .disk, "kept bytes read from a snapshot older than the commit it followed")
+        }
+    }
 }
