@@ -11,7 +11,8 @@ import Darwin
 /// Writers are preferred on Linux (`PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP`): a steady
 /// stream of shared holders cannot starve the exclusive side. So a thread must never take the
 /// shared side twice (a waiting exclusive holder would block the inner one forever), nor either
-/// side while it holds the other.
+/// side while it holds the other. (glibc before 2.29 could stall a reader of an unlocked lock of
+/// this kind, its bug 23861; Debian 12 ships 2.36.)
 package final class SharedLock: @unchecked Sendable {
     // @unchecked Sendable: the lock lives in its own allocation, so it never moves, and is only
     // touched through the pthread calls, which are thread-safe.

@@ -18,21 +18,25 @@ import Testing
     }
 
     /// The streaming copy fills whole 64-byte lines between an ordinary head and tail: every
-    /// alignment of either side and every length around a line must copy exactly, and write
-    /// nothing outside the destination's range.
-    @Test func theStreamingCopyCopiesEveryAlignmentAndLengthExactly() {
+    /// destination offset within a line (from a 64-byte-aligned buffer), several source
+    /// alignments, and lengths around a line must copy exactly, and write nothing outside the
+    /// destination's range.
+    @Test func theStreamingCopyCopiesEveryAlignmentAndLengthExactly() throws {
         let source = bytes(4_096, seed: 7)
+        let capacity = 4_096 + 256
+        var raw: UnsafeMutableRawPointer?
+        try #require(posix_memalign(&raw, 64, capacity) == 0)
+        let buffer = try #require(raw)
+        defer { free(buffer) }
         var failures = 0
         source.withUnsafeBytes { from in
             for sourceOffset in [0, 1, 15, 16, 63] {
-                for destinationOffset in [0, 1, 8, 17, 48, 63] {
+                for destinationOffset in 0..<64 {
                     for count in [0, 1, 15, 16, 63, 64, 65, 127, 128, 129, 200, 1_000, 2_048 + 37] {
-                        var destination = [UInt8](repeating: 0xA5, count: count + 256)
-                        destination.withUnsafeMutableBytes { to in
-                            imgstore_streaming_copy(to.baseAddress! + 64 + destinationOffset,
-                                                    from.baseAddress! + sourceOffset, count)
-                        }
+                        buffer.initializeMemory(as: UInt8.self, repeating: 0xA5, count: capacity)
                         let start = 64 + destinationOffset
+                        imgstore_streaming_copy(buffer + start, from.baseAddress! + sourceOffset, count)
+                        let destination = UnsafeRawBufferPointer(start: buffer, count: capacity)
                         let copied = destination[start..<(start + count)].elementsEqual(source[sourceOffset..<(sourceOffset + count)])
                         let untouched = destination[..<start].allSatisfy { $0 == 0xA5 }
                             && destination[(start + count)...].allSatisfy { $0 == 0xA5 }

@@ -48,15 +48,20 @@ enum Checksum {
     /// Hashing and then copying would read every byte twice, and for an image larger than the caches the second pass
     /// would come from memory again. So a large blob goes in chunks that fit in L2: each is hashed (streaming XXH3)
     /// where it lies, then copied while it is still in the cache. Hashing first measured faster than copying first
-    /// (`Tools/read-bound`), and it lets the copy use streaming stores. A small blob is hashed whole, then copied.
+    /// (`Tools/read-bound`), and it lets the copy use streaming stores. A small blob is hashed whole and copied
+    /// whole (both from the source).
     ///
     /// Invariant: the copy holds the bytes hashed. Both read `bytes` in turn, and the caller's `bytes` are a read
     /// transaction's mapped blob, which LMDB never rewrites while the transaction is open (a writer reuses only pages
-    /// no open reader can reach).
+    /// no open reader can reach; compaction swaps the file only when no transaction is open). This holds while only
+    /// LMDB writes `data.mdb`: a write from outside it (another tool, a restore over a live store) could land between
+    /// the hash and the copy of one chunk, where hashing the copy would have caught it.
     ///
     /// - Parameter streaming: write the copy with streaming stores (`imgstore_streaming_copy`), for a copy the
-    ///   caller keeps: the memory tier's. Its buffer is memory the caches no longer hold (what evictions freed), and an
-    ///   ordinary store first reads each of its lines from memory. `Tools/read-bound` measures both.
+    ///   memory tier may keep (one within its entry limit; a fill can still decline it). Its buffer is memory the
+    ///   caches no longer hold (what evictions freed), and an ordinary store first reads each of its lines from
+    ///   memory. The copy is not in the caches afterwards, so a caller that reads it at once reads it from memory;
+    ///   that still measured faster in all (`Tools/read-bound` measures the copies; the README gives the figures).
     static func copyingBlob(_ bytes: UnsafeRawBufferPointer, streaming: Bool = false) -> (Data, UInt64) {
         guard bytes.count > fusedChunkBytes, let state = XXH3_createState() else {
             guard streaming, bytes.count > 0 else { return (Data(bytes), blob(bytes)) }
