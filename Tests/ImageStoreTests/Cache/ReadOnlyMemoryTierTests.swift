@@ -17,17 +17,25 @@ import Testing
     ) throws {
         try withTemporaryDirectory { directory throws in
             let path = directory + "/store"
-            try AdminRun.makeStore(at: path, count: 4, seed: 1)
-            var configuration = ImageStore.Configuration()
-            configuration.readOnly = true
-            configuration.memoryCostLimit = 8 << 20
-            let reader = try ImageStore(path: path, configuration: configuration)
+            let reader = try makeStoreAndOpenReader(at: path)
             defer { reader.close() }
             let first = try #require(try reader.get(url))
             let again = try #require(try reader.get(url))
             #expect(first.source == .disk && again.source == .memory, "the second read came from memory")
             try body(path, reader, first)
         }
+    }
+
+    /// Makes the store of 4 entries in another process and opens it read-only with a memory tier.
+    private static func makeStoreAndOpenReader(
+        at path: String, lastCommitProbe: (@Sendable (UInt64) -> UInt64)? = nil
+    ) throws -> ImageStore {
+        try AdminRun.makeStore(at: path, count: 4, seed: 1)
+        var configuration = ImageStore.Configuration()
+        configuration.readOnly = true
+        configuration.memoryCostLimit = 8 << 20
+        configuration.lastCommitProbe = lastCommitProbe
+        return try ImageStore(path: path, configuration: configuration)
     }
 
     @Test func anEntryAnotherProcessOverwroteIsNeverServedOldFromMemory() throws {
@@ -63,13 +71,7 @@ import Testing
     /// LMDB while the reads run: the second read must come from LMDB again.
     @Test func bytesReadFromASnapshotOlderThanTheFollowedCommitAreNotKept() throws {
         try withTemporaryDirectory { directory throws in
-            let path = directory + "/store"
-            try AdminRun.makeStore(at: path, count: 4, seed: 1)
-            var configuration = ImageStore.Configuration()
-            configuration.readOnly = true
-            configuration.memoryCostLimit = 8 << 20
-            configuration.lastCommitProbe = { $0 + 1 }
-            let reader = try ImageStore(path: path, configuration: configuration)
+            let reader = try Self.makeStoreAndOpenReader(at: directory + "/store", lastCommitProbe: { $0 + 1 })
             defer { reader.close() }
             let first = try #require(try reader.get(Self.url))
             let again = try #require(try reader.get(Self.url))
