@@ -324,7 +324,8 @@ public final class ImageStore: Sendable {
             }
             let generation = memory?.currentGeneration ?? 0
             // A class reference, nil on a miss: no optional record is copied on the way out.
-            guard let entry = try tier.entry(cacheKey: cacheKey, hash: hash, keptUpTo: memory?.maxEntryBytes ?? 0) else {
+            let keptUpTo = memory?.maxEntryBytes ?? 0
+            guard let entry = try tier.entry(cacheKey: cacheKey, hash: hash, keptUpTo: keptUpTo) else {
                 counters.count(.miss)
                 return nil
             }

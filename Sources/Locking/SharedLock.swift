@@ -38,17 +38,22 @@ package final class SharedLock: @unchecked Sendable {
     /// Runs `body` holding the shared side.
     @inline(__always)
     package func shared<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        let rc = pthread_rwlock_rdlock(lock)
-        precondition(rc == 0, "pthread_rwlock_rdlock failed: \(rc)")
-        defer { pthread_rwlock_unlock(lock) }
-        return try body()
+        try holding(pthread_rwlock_rdlock, body)
     }
 
     /// Runs `body` holding the exclusive side: no other holder of either side.
     @inline(__always)
     package func exclusive<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        let rc = pthread_rwlock_wrlock(lock)
-        precondition(rc == 0, "pthread_rwlock_wrlock failed: \(rc)")
+        try holding(pthread_rwlock_wrlock, body)
+    }
+
+    /// Runs `body` between `take(lock)` (which must succeed) and the unlock.
+    @inline(__always)
+    private func holding<R, E: Error>(
+        _ take: (UnsafeMutablePointer<pthread_rwlock_t>) -> Int32, _ body: () throws(E) -> R
+    ) throws(E) -> R {
+        let rc = take(lock)
+        precondition(rc == 0, "taking a pthread_rwlock_t failed: \(rc)")
         defer { pthread_rwlock_unlock(lock) }
         return try body()
     }

@@ -30,12 +30,12 @@ extension DurableTier {
     /// (`Checksum.copyingBlob`).
     /// - Parameters:
     ///   - hash: `cacheKey`'s `KeyHash`, as the read computed it.
-    ///   - keptUpTo: the largest blob the caller keeps (the memory tier's entry limit; 0 when it
-    ///     keeps none). A copy it keeps is written with streaming stores (`copyingBlob`'s
+    ///   - keptUpTo: the largest blob the caller may keep (the memory tier's entry limit; 0 when
+    ///     it keeps none). A copy within it is written with streaming stores (`copyingBlob`'s
     ///     `streaming`).
     /// - Throws: `checksumMismatch` when the bytes are corrupt (they are not returned);
     ///   `corruptStore` for an entry without bytes or a damaged tree.
-    func entry(cacheKey: String, hash: KeyHash, keptUpTo: Int = 0) throws(ImageStoreError) -> DecodedEntry? {
+    func entry(cacheKey: String, hash: KeyHash, keptUpTo: Int) throws(ImageStoreError) -> DecodedEntry? {
         // The result goes out through `found`, a class reference (nil on a miss), not as the
         // read's (generic, unspecialised across modules) result or as an optional tuple: copying
         // a large optional through value witnesses (memmove) took about 10% of a miss.

@@ -95,7 +95,8 @@ extension WriteAheadLog {
     private func nextZeroRange() -> Range<Int>? {
         let zero = state.zeroAhead
         guard zero.enabled, zero.inFlight == nil, zero.leaderWriteEnd != .max, !state.isClosed,
-              state.failure == nil, let segment = state.segment, zero.syncedBytes8 > 0, zero.syncedBytes8 < 8 * Self.smallSyncBytes else { return nil }
+              state.failure == nil, let segment = state.segment,
+              zero.syncedBytes8 > 0, zero.syncedBytes8 < 8 * Self.smallSyncBytes else { return nil }
         let after = max(zero.writtenThrough, segment.size, zero.leaderWriteEnd)
         let start = (after + Self.pageBytes - 1) / Self.pageBytes * Self.pageBytes
         let end = segment.file.preallocatedBytes
