@@ -18,6 +18,8 @@ struct BenchmarkOptions: Sendable {
     var datasetBytes = 256 << 20
     /// The only systems the put cases measure, when set (`--systems`).
     var putSystems: Set<String>?
+    /// The put cases' thread counts, when `--put-threads` names some (else each case's own).
+    var putThreadCounts: [Int]?
     /// Where stores are created; removed at the end of the run.
     var directory = NSTemporaryDirectory() + "imgstore-bench-\(getpid())"
 

@@ -48,9 +48,10 @@ final class LogThenLMDB: StoreSystem, @unchecked Sendable {
     private var stopping = false
     private var applierDone = false
 
-    init(name: String, path: String) {
+    /// `hashedKeys`: LMDB keys are hashes of the URLs, as imgstore's are (see `RawLMDB.init`).
+    init(name: String, path: String, hashedKeys: Bool = false) {
         self.name = name
-        lmdb = RawLMDB(name: name, path: path + "/lmdb", noMetaSync: true)
+        lmdb = RawLMDB(name: name, path: path + "/lmdb", noMetaSync: true, hashedKeys: hashedKeys)
         logPath = path + "/log"
         log = open(logPath, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0o644)
         if log < 0 { fail("open \(logPath): \(String(cString: strerror(errno)))") }

@@ -20,6 +20,8 @@ enum StoreCases {
     struct Maker: Sendable {
         var name: String
         var batched = false
+        /// Measured only when `--systems` names it: a diagnostic row, not part of the full run.
+        var optIn = false
         var make: @Sendable (_ directory: String) -> any StoreSystem
     }
 
@@ -36,6 +38,10 @@ enum StoreCases {
         },
         // imgstore's I/O (log + fdatasync, then LMDB) without its code: the bound of the rows above in this run.
         Maker(name: "log+lmdb-io-bound") { LogThenLMDB(name: "log+lmdb-io-bound", path: $0) },
+        // The same bound with its LMDB keys hashed, as imgstore's are: what the order of the keys costs the row.
+        Maker(name: "log+lmdb-io-bound-hashed", optIn: true) {
+            LogThenLMDB(name: "log+lmdb-io-bound-hashed", path: $0, hashedKeys: true)
+        },
         Maker(name: "lmdb-txn-per-put") { RawLMDB(name: "lmdb-txn-per-put", path: $0) },
         Maker(name: "lmdb-batched", batched: true) { RawLMDB(name: "lmdb-batched", path: $0) },
         Maker(name: "lmdb-batched-writemap", batched: true) {
@@ -72,9 +78,9 @@ enum StoreCases {
         _ name: String, small: Bool, systems: [Maker], threadCounts: [Int] = [1, 4, 16], _ options: BenchmarkOptions
     ) -> [Measurement] {
         let set = small ? Workloads.small(options) : Workloads.mix(options)
-        let makers = systems.filter { options.putSystems?.contains($0.name) ?? true }
+        let makers = systems.filter { options.putSystems?.contains($0.name) ?? !$0.optIn }
         var results: [Measurement] = []
-        for threads in threadCounts {
+        for threads in options.putThreadCounts ?? threadCounts {
             results += BenchmarkRunner.medianOfRotatingRounds(
                 "\(name) \(threads) threads", systems: makers, named: \.name, rounds: options.repetitions
             ) { maker in putOnce(name, set: set, maker: maker, threads: threads, options) }

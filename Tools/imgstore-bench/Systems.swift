@@ -138,9 +138,16 @@ final class RawLMDB: StoreSystem {
     /// One reset read transaction per thread slot.
     let readers: [RawHandle]
 
+    /// Whether each URL is stored under `FilesPerEntry.hashedName(url)` instead of itself.
+    let hashedKeys: Bool
+
     /// `noMetaSync`: `MDB_NOMETASYNC`, as imgstore opens LMDB (its log makes the meta page's sync unnecessary).
-    init(name: String, path: String, writeMap: Bool = false, noMetaSync: Bool = false) {
+    /// `hashedKeys`: key each image by a hash of its URL, as imgstore does. The workload's URLs are numbered in the
+    /// order they are put, so keyed by the URL itself the B-tree grows mostly at its end; hashed keys land on random
+    /// leaves, and each commit writes more scattered pages (`Tools/put-trace`).
+    init(name: String, path: String, writeMap: Bool = false, noMetaSync: Bool = false, hashedKeys: Bool = false) {
         self.name = name
+        self.hashedKeys = hashedKeys
         var env: OpaquePointer?
         Self.check(mdb_env_create(&env), "mdb_env_create")
         Self.check(mdb_env_set_mapsize(env, 1 << 40), "mdb_env_set_mapsize")
@@ -177,7 +184,7 @@ final class RawLMDB: StoreSystem {
         var txn: OpaquePointer?
         Self.check(mdb_txn_begin(env.pointer, nil, 0, &txn), "mdb_txn_begin")
         for (url, image) in zip(urls, images) {
-            var url = url
+            var url = hashedKeys ? FilesPerEntry.hashedName(url) : url
             url.withUTF8 { key in
                 image.withUnsafeBytes { value in
                     var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
@@ -193,7 +200,7 @@ final class RawLMDB: StoreSystem {
         let txn = readers[thread].pointer
         Self.check(mdb_txn_renew(txn), "mdb_txn_renew")
         defer { mdb_txn_reset(txn) }
-        var url = url
+        var url = hashedKeys ? FilesPerEntry.hashedName(url) : url
         return url.withUTF8 { key in
             var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
             var v = MDB_val()
@@ -333,12 +340,17 @@ final class FilesPerEntry: StoreSystem {
         if sync { Self.syncDirectory(root) }
     }
 
-    /// FNV-1a 64 of the URL, as 16 hex digits; the first two name the fan-out directory.
-    func location(_ url: String) -> (directory: String, file: String) {
+    /// FNV-1a 64 of the URL, as 16 hex digits: the same URLs in an order unrelated to their numbering.
+    static func hashedName(_ url: String) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in url.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         let hex = String(hash, radix: 16)
-        let name = String(repeating: "0", count: 16 - hex.count) + hex
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// The URL's file: named by `hashedName`, whose first two digits name the fan-out directory.
+    func location(_ url: String) -> (directory: String, file: String) {
+        let name = Self.hashedName(url)
         let directory = root + "/" + name.prefix(2)
         return (directory, directory + "/" + name)
     }

@@ -1,6 +1,6 @@
 import Foundation
 
-// imgstore-bench [--quick] [--json] [--cases A,B] [--dataset-mib N] [--dir PATH] [--systems A,B] [case-prefix...]
+// imgstore-bench [--quick] [--json] [--cases A,B] [--dataset-mib N] [--dir PATH] [--systems A,B] [--put-threads N,M] [case-prefix...]
 //
 // Runs every benchmark case whose name starts with one of the prefixes (all cases when none is given) and prints one
 // row per (case, system). Build in release: `swift build -c release --product imgstore-bench`.
@@ -32,13 +32,15 @@ let allCases: [BenchmarkCase] =
     + StructureCheckCases.all
 
 let usage = """
-    usage: imgstore-bench [--quick] [--json] [--cases A,B] [--dataset-mib N] [--dir PATH] [--systems A,B] [case-prefix...]
+    usage: imgstore-bench [--quick] [--json] [--cases A,B] [--dataset-mib N] [--dir PATH] [--systems A,B] [--put-threads N,M]
+                          [case-prefix...]
       --quick          every case on a tiny data set, in seconds (a smoke test; asserts nothing about time)
       --json           one JSON object per line per (case, system, threads) on stdout instead of the table
       --cases A,B      run the cases named A and B, or whose names start with "A." or "B."
       --dataset-mib N  MiB of images each put measurement writes and the get cases read (default 256; quick 8)
       --dir PATH       where stores are created (default $TMPDIR/imgstore-bench-PID); removed afterwards
       --systems A,B    in the put cases, measure only the systems named A and B (for A/B runs of one row)
+      --put-threads N,M  in put.sync, put.sync.small and put.batched, only N and M writer threads (for A/B runs)
     """
 
 var options = BenchmarkOptions()
@@ -68,6 +70,13 @@ while let argument = arguments.popFirst() {
         datasetMiB = n
     case "--dir": options.directory = value(after: argument)
     case "--systems": options.putSystems = Set(value(after: argument).split(separator: ",").map(String.init))
+    case "--put-threads":
+        let counts = value(after: argument).split(separator: ",").map { Int($0) }
+        guard !counts.isEmpty, counts.allSatisfy({ ($0 ?? 0) > 0 }) else {
+            FileHandle.standardError.write(Data("imgstore-bench: --put-threads needs positive integers, like 1,16\n".utf8))
+            exit(2)
+        }
+        options.putThreadCounts = counts.compactMap { $0 }
     case "-h", "--help":
         print(usage + "\ncases:")
         for c in allCases { print("  \(c.name)") }
