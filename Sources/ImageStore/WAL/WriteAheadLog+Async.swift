@@ -89,12 +89,14 @@ extension WriteAheadLog {
         }
     }
 
-    /// Wakes every thread waiting on the condition, and resumes every suspended task whose wait
-    /// is satisfied. Called with the lock held, after any change that can satisfy a wait; it
-    /// drops the lock while resuming (a resume must not run under a lock the cancellation
-    /// handler takes) and holds it again when it returns.
+    /// Wakes every thread waiting on the condition and every writer whose record is done
+    /// (`wakeSatisfiedWriters`), and resumes every suspended task whose wait is satisfied.
+    /// Called with the lock held, after any change that can satisfy a wait; it drops the lock
+    /// while resuming (a resume must not run under a lock the cancellation handler takes) and
+    /// holds it again when it returns.
     func wakeAll() {
         condition.broadcast()
+        wakeSatisfiedWriters()
         resumeSatisfiedTasks()
     }
 
@@ -131,6 +133,7 @@ extension WriteAheadLog {
                 log.leaderThreadTurns.wrappingAdd(1, ordering: .relaxed)
                 if log.leaderHasWork {
                     log.lead(forceSync: false)
+                    log.wakeNextLeader()  // records of writing threads may be left queued
                 } else if log.state.suspended.isEmpty {
                     // Only a task that suspends gives this thread work: it rings the bell.
                     log.state.leaderThreadOnBell = true

@@ -7,6 +7,12 @@ import Foundation
 /// `fdatasync`, then wakes everyone it covered. Others wait for the leader instead of
 /// syncing themselves, so N concurrent durable puts cost about one sync, not N.
 ///
+/// A writer waiting for its own record sleeps on a semaphore of its own (`RecordWaiter`), not
+/// on the log's condition: a batch wakes the writers it satisfied and nobody else, and a
+/// thread that stops leading with records still queued wakes one writer to lead them
+/// (`wakeNextLeader`). A broadcast woke every waiting writer at every batch, half of them to
+/// find their record still queued and sleep again.
+///
 /// Sequence numbers are handed out under the lock in queue order, and only the leader writes,
 /// so the file holds records in sequence order. A write or sync error puts the log into a
 /// failed state: retrying an fsync after a failure is unsafe (the kernel may have dropped the
@@ -81,6 +87,22 @@ final class WriteAheadLog: Sendable {
         var leaderThreadOnBell = false
         /// The zeros written ahead of the open segment's write position (WriteAheadLog+ZeroAhead.swift).
         var zeroAhead = ZeroAhead()
+        /// Threads in `append` waiting for their record, in the order they began to wait.
+        /// Invariant: none is satisfied once the lock is released (`wakeSatisfiedWriters` runs
+        /// after every change that can satisfy one); each is signalled once, by whoever removes it.
+        var recordWaiters: [RecordWaiter] = []
+    }
+
+    /// A thread in `append` waiting until its record is written (`.batched`) or synced (`.sync`).
+    final class RecordWaiter: Sendable {
+        let sequence: UInt64
+        let waitsForSync: Bool
+        let semaphore = DispatchSemaphore(value: 0)
+
+        init(sequence: UInt64, waitsForSync: Bool) {
+            self.sequence = sequence
+            self.waitsForSync = waitsForSync
+        }
     }
 
     let options: Options
@@ -140,6 +162,8 @@ final class WriteAheadLog: Sendable {
         let parts = try Self.payloadParts(of: entry)
         condition.lock()
         defer { condition.unlock() }
+        // However it leaves (led, waited, or threw), this thread leads no more.
+        defer { wakeNextLeader() }
         // Back-pressure: wait while the applier is behind, helping to write the queue so it can
         // catch up.
         while try !hasRoom(for: entry.memoryCost) {
@@ -162,12 +186,12 @@ final class WriteAheadLog: Sendable {
         case .batched:
             while state.writtenSequence < sequence {
                 if let failure = state.failure { throw map(failure) }
-                if !state.leaderActive { lead(forceSync: false) } else { waitForTheLeader() }
+                if !state.leaderActive { lead(forceSync: false) } else { waitForRecord(sequence, sync: false) }
             }
         case .sync:
             while state.syncedSequence < sequence {
                 if let failure = state.failure { throw map(failure) }
-                if !state.leaderActive { lead(forceSync: false) } else { waitForTheLeader() }
+                if !state.leaderActive { lead(forceSync: false) } else { waitForRecord(sequence, sync: true) }
             }
             handOff()
         }
@@ -175,11 +199,35 @@ final class WriteAheadLog: Sendable {
         return sequence
     }
 
-    /// Waits on the condition for the leader's batch to end (its broadcast). Called with the
-    /// lock held.
-    private func waitForTheLeader() {
-        condition.wait()
+    /// Sleeps until a batch writes (or syncs) record `sequence`, the log fails, or this thread
+    /// is woken to lead. Called with the lock held; drops it while asleep.
+    private func waitForRecord(_ sequence: UInt64, sync: Bool) {
+        let waiter = RecordWaiter(sequence: sequence, waitsForSync: sync)
+        state.recordWaiters.append(waiter)
+        condition.unlock()
+        waiter.semaphore.wait()
+        condition.lock()
         writerWakeups.wrappingAdd(1, ordering: .relaxed)
+    }
+
+    /// Wakes the writers whose records are written or synced as they wait for, or all of them
+    /// once the log has failed. Called with the lock held (by `wakeAll`).
+    func wakeSatisfiedWriters() {
+        guard !state.recordWaiters.isEmpty else { return }
+        let (written, synced, failed) = (state.writtenSequence, state.syncedSequence, state.failure != nil)
+        state.recordWaiters.removeAll { waiter in
+            guard failed || (waiter.waitsForSync ? synced : written) >= waiter.sequence else { return false }
+            waiter.semaphore.signal()
+            return true
+        }
+    }
+
+    /// Called by a thread that leads no more: when records are queued, no leader is at work and
+    /// writers wait, wakes the one that has waited longest, which leads them. Called with the
+    /// lock held.
+    func wakeNextLeader() {
+        guard !state.leaderActive, !state.queue.isEmpty, state.failure == nil, !state.recordWaiters.isEmpty else { return }
+        state.recordWaiters.removeFirst().semaphore.signal()
     }
 
     /// The payload of `entry`, encoded once (the image bytes are not copied).
@@ -243,6 +291,7 @@ final class WriteAheadLog: Sendable {
     func flush() throws(ImageStoreError) -> UInt64 {
         condition.lock()
         defer { condition.unlock() }
+        defer { wakeNextLeader() }
         if let failure = drain() { throw map(failure) }
         return state.nextSequence - 1
     }
@@ -502,6 +551,7 @@ final class WriteAheadLog: Sendable {
                     && (!log.state.queue.isEmpty || log.state.segment?.hasUnsyncedBytes == true) {
                     log.lead(forceSync: true)
                 }
+                log.wakeNextLeader()
                 log.condition.unlock()
             }
         }

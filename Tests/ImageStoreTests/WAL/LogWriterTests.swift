@@ -93,6 +93,92 @@ import Testing
         }
     }
 
+    /// A batch wakes the writers whose records it made durable, and no others: a writer whose
+    /// record is still queued sleeps on until a batch covers it. Two writers queued behind a
+    /// leader held in its write wake once each: the leader hands their batch off to itself, so
+    /// neither has to wake to lead (every batch's broadcast woke both, four wake-ups in all).
+    @Test func aBatchWakesOnlyTheWritersWhoseRecordsItMadeDurable() throws {
+        try withTemporaryDirectory { directory throws in
+            let gate = GatedLogFileSystem()
+            let log = try Self.makeLog(directory, fileSystem: gate)
+            Self.startAppendHeldInItsWrite(log, gate: gate)
+            let queued = LockedValue(0)
+            let finished = DispatchGroup()
+            for key in ["b", "c"] {
+                finished.enter()
+                Thread {
+                    _ = try? log.append(.delete(cacheKey: key), durability: .sync) { _ in queued.withLock { $0 += 1 } }
+                    finished.leave()
+                }.start()
+            }
+            // Each follower publishes under the log's lock and holds it until it waits.
+            while queued.withLock({ $0 }) < 2 { usleep(1_000) }
+            let wakeupsBefore = log.writerWakeups.load(ordering: .relaxed)
+            gate.release()
+            #expect(finished.wait(timeout: .now() + 10) == .success)
+            let wakeups = log.writerWakeups.load(ordering: .relaxed) - wakeupsBefore
+            #expect(wakeups == 2, "two writers woke \(wakeups) times for their one batch")
+            #expect(log.status().syncedSequence == 3)
+            _ = log.close()
+        }
+    }
+
+    /// A leader that waits only for its own record to be written leaves once its batch is, and
+    /// hands nothing off: a synced writer that queued behind it must be woken to lead its own
+    /// record (the flusher, which would write it otherwise, runs once an hour here).
+    @Test func aWriterQueuedBehindALeaderThatLeavesIsWokenToLead() throws {
+        try withTemporaryDirectory { directory throws in
+            let gate = GatedLogFileSystem()
+            let log = try Self.makeLog(directory, fileSystem: gate)
+            gate.holdNextWrite()
+            Thread { _ = try? log.append(.delete(cacheKey: "a"), durability: .batched(within: .seconds(3600))) { _ in } }.start()
+            gate.waitUntilHeld()
+            let queued = LockedValue(false)
+            let finished = DispatchGroup()
+            finished.enter()
+            Thread {
+                _ = try? log.append(.delete(cacheKey: "b"), durability: .sync) { _ in queued.withLock { $0 = true } }
+                finished.leave()
+            }.start()
+            while !queued.withLock({ $0 }) { usleep(1_000) }
+            gate.release()
+            #expect(finished.wait(timeout: .now() + 30) == .success, "the synced writer still waits: \(log.status())")
+            #expect(log.status().syncedSequence == 2)
+            _ = log.close()
+        }
+    }
+
+    /// Writers of every durability at once never leave records queued with nobody to lead
+    /// them. The flusher runs once an hour here, so a writer whose wake-up to lead was lost
+    /// would wait until the test's deadline.
+    @Test func writersOfEveryDurabilityAlwaysFindALeader() throws {
+        try withTemporaryDirectory { directory throws in
+            let log = try Self.makeLog(directory)
+            let threads = 8, appends = 400
+            let durabilities: [Durability] = [.sync, .batched(within: .seconds(3600)), .background, .sync]
+            let failures = LockedValue<[String]>([])
+            let finished = DispatchGroup()
+            for t in 0..<threads {
+                finished.enter()
+                Thread {
+                    defer { finished.leave() }
+                    for n in 0..<appends {
+                        do {
+                            try log.append(.delete(cacheKey: "t\(t)-\(n)"), durability: durabilities[(t + n) % durabilities.count]) { _ in }
+                        } catch {
+                            failures.withLock { $0.append("\(error)") }
+                        }
+                    }
+                }.start()
+            }
+            #expect(finished.wait(timeout: .now() + 120) == .success, "writers still waiting: \(log.status())")
+            #expect(failures.withLock { $0 }.isEmpty)
+            #expect(try log.flush() == UInt64(threads * appends))
+            #expect(log.status().syncedSequence == UInt64(threads * appends))
+            _ = log.close()
+        }
+    }
+
     // MARK: - Closing
 
     @Test func anAppendAfterCloseThrowsClosed() throws {
