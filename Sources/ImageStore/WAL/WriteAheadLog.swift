@@ -10,8 +10,8 @@ import Foundation
 /// A writer waiting for its own record sleeps on a semaphore of its own (`RecordWaiter`), not
 /// on the log's condition: a batch wakes the writers it satisfied and nobody else, and a
 /// thread that stops leading with records still queued wakes one writer to lead them
-/// (`wakeNextLeader`). A broadcast woke every waiting writer at every batch, half of them to
-/// find their record still queued and sleep again.
+/// (`wakeNextLeader`). A broadcast woke every waiting writer at every batch, and those whose
+/// record was still queued slept again.
 ///
 /// Sequence numbers are handed out under the lock in queue order, and only the leader writes,
 /// so the file holds records in sequence order. A write or sync error puts the log into a
@@ -215,16 +215,23 @@ final class WriteAheadLog: Sendable {
     func wakeSatisfiedWriters() {
         guard !state.recordWaiters.isEmpty else { return }
         let (written, synced, failed) = (state.writtenSequence, state.syncedSequence, state.failure != nil)
-        state.recordWaiters.removeAll { waiter in
-            guard failed || (waiter.waitsForSync ? synced : written) >= waiter.sequence else { return false }
-            waiter.semaphore.signal()
-            return true
+        var satisfied: [RecordWaiter] = []
+        var waiting: [RecordWaiter] = []
+        for waiter in state.recordWaiters {
+            if failed || (waiter.waitsForSync ? synced : written) >= waiter.sequence {
+                satisfied.append(waiter)
+            } else {
+                waiting.append(waiter)
+            }
         }
+        state.recordWaiters = waiting
+        for waiter in satisfied { waiter.semaphore.signal() }
     }
 
-    /// Called by a thread that leads no more: when records are queued, no leader is at work and
-    /// writers wait, wakes the one that has waited longest, which leads them. Called with the
-    /// lock held.
+    /// When records are queued, no leader is at work and writers wait, wakes the one that has
+    /// waited longest, which leads them. Called with the lock held by every thread that leaves
+    /// `append` or `flush` (whether it led or not) and by the flusher and leader threads after
+    /// they lead: whoever ended the last batch passes the work on.
     func wakeNextLeader() {
         guard !state.leaderActive, !state.queue.isEmpty, state.failure == nil, !state.recordWaiters.isEmpty else { return }
         state.recordWaiters.removeFirst().semaphore.signal()

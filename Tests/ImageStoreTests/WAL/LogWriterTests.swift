@@ -76,8 +76,9 @@ import Testing
                 _ = try? log.append(.delete(cacheKey: "b"), durability: .sync) { _ in queued.withLock { $0 = true } }
             }
             follower.start()
-            // The follower publishes under the log's lock and holds it until it waits on the
-            // condition, so the releases below come while it waits.
+            // The follower publishes under the log's lock and holds it until it waits (on a
+            // semaphore of its own, which `released` cannot reach: this guards against a
+            // return to waking writers on the log's condition), so the releases come while it waits.
             while !queued.withLock({ $0 }) { usleep(1_000) }
             let wakeupsBefore = log.writerWakeups.load(ordering: .relaxed)
             for _ in 0..<50 {
@@ -85,7 +86,7 @@ import Testing
                 usleep(1_000)
             }
             let wakeups = log.writerWakeups.load(ordering: .relaxed) - wakeupsBefore
-            // Room for a rare spurious wake-up of the condition; each release woke it before.
+            // Each release woke it when writers waited on the log's condition.
             #expect(wakeups <= 2, "a writer waiting for its sync woke \(wakeups) times for 50 releases")
             gate.release()
             #expect(try log.flush() == 2)
@@ -96,7 +97,8 @@ import Testing
     /// A batch wakes the writers whose records it made durable, and no others: a writer whose
     /// record is still queued sleeps on until a batch covers it. Two writers queued behind a
     /// leader held in its write wake once each: the leader hands their batch off to itself, so
-    /// neither has to wake to lead (every batch's broadcast woke both, four wake-ups in all).
+    /// neither has to wake to lead. With every batch's broadcast each could wake twice (four
+    /// wake-ups in the run before the change).
     @Test func aBatchWakesOnlyTheWritersWhoseRecordsItMadeDurable() throws {
         try withTemporaryDirectory { directory throws in
             let gate = GatedLogFileSystem()
@@ -148,9 +150,10 @@ import Testing
         }
     }
 
-    /// Writers of every durability at once never leave records queued with nobody to lead
-    /// them. The flusher runs once an hour here, so a writer whose wake-up to lead was lost
-    /// would wait until the test's deadline.
+    /// A smoke test: writers of every durability at once all finish, with the flusher running
+    /// once an hour. A writer whose wake-up to lead was lost is rescued by any other thread's
+    /// next append, so this catches a lost hand-over only when it strands the last writers;
+    /// `aWriterQueuedBehindALeaderThatLeavesIsWokenToLead` pins the hand-over down.
     @Test func writersOfEveryDurabilityAlwaysFindALeader() throws {
         try withTemporaryDirectory { directory throws in
             let log = try Self.makeLog(directory)
