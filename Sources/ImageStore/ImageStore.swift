@@ -149,7 +149,7 @@ public final class ImageStore: Sendable {
         maintenance?.stop()
         if let maintenance {
             counters.events.attempt(.closing) { () throws(ImageStoreError) in try writes?.settle() }
-            tier.writer.sync { counters.events.attempt(.persistingAccess) { () throws(ImageStoreError) in try maintenance.persistAccess() } }
+            tier.writer.sync { _ = counters.events.attempt(.persistingAccess) { () throws(ImageStoreError) in try maintenance.persistAccess() } }
         }
         writes?.close()
         tier.drainWrites()

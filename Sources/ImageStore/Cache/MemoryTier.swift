@@ -164,7 +164,7 @@ final class MemoryTier: Sendable {
     /// this bump (its insert is done, and the removal that follows drops it) or after it (it sees
     /// the bump and inserts nothing).
     private func bumpGeneration() {
-        fillGate.exclusive { generation.add(1, ordering: .releasing) }
+        fillGate.exclusive { _ = generation.add(1, ordering: .releasing) }
     }
 
     var statistics: MemoryCacheStatistics { cache.statistics }

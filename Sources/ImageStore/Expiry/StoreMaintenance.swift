@@ -47,7 +47,7 @@ final class StoreMaintenance: Sendable {
         dispatchPrecondition(condition: .onQueue(tier.writer))
         if !dryRun {
             try persistAccess()
-            try ImageStoreError.rethrowing(path: tier.path, operation: "clearing stale reader slots") {
+            _ = try ImageStoreError.rethrowing(path: tier.path, operation: "clearing stale reader slots") {
                 try tier.environment.clearStaleReaders()
             }
         }
@@ -85,7 +85,7 @@ final class StoreMaintenance: Sendable {
             guard pending else { return }
             pending = false
             tier.writer.sync {
-                counters.events.attempt(.diskBudget) { () throws(ImageStoreError) in try enforceBudget() }
+                _ = counters.events.attempt(.diskBudget) { () throws(ImageStoreError) in try enforceBudget() }
             }
         }
     }

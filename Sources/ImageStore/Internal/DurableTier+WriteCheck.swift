@@ -60,6 +60,6 @@ extension DurableTier {
 
     /// Walks from the root of `database` to the leaf where `key` is or would go.
     private static func descend(to key: [UInt8], of database: Database, in txn: borrowing Transaction) throws {
-        try key.withUnsafeBytes { key in try txn.scan(database, from: key) { _, _ in false } }
+        try key.withUnsafeBytes { key in _ = try txn.scan(database, from: key) { _, _ in false } }
     }
 }

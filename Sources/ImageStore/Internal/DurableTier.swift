@@ -169,7 +169,7 @@ final class DurableTier: Sendable {
             let page: [(key: [UInt8], record: EntryRecord)] = try reading("listing entries") { txn in
                 var page: [(key: [UInt8], record: EntryRecord)] = []
                 try (after ?? []).withUnsafeBytes { start in
-                    try txn.scan(entries, from: after == nil ? nil : start) { key, value in
+                    _ = try txn.scan(entries, from: after == nil ? nil : start) { key, value in
                         if let after, key.elementsEqual(after) { return true }  // resume past it
                         guard let record = EntryRecord(decoding: value) else {
                             throw ImageStoreError.corruptStore(path: path, detail: "an entry record is malformed (key \(Self.hex(key)))")
@@ -354,7 +354,7 @@ final class DurableTier: Sendable {
         let hash = keyHasher(cacheKey)
         var next = 0
         try (hash + [0, 0]).withUnsafeBytes { start in
-            try txn.scan(entries, from: start) { key, _ in
+            _ = try txn.scan(entries, from: start) { key, _ in
                 guard key.count == StoreFormat.entryKeyByteCount, key.starts(with: hash) else { return false }
                 next = Int(key[16]) << 8 | Int(key[17]) + 1
                 return true

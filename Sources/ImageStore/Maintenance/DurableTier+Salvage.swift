@@ -163,7 +163,7 @@ extension DurableTier {
         let finished: Void? = try tolerating { () throws(ImageStoreError) in
             try reading("salvaging \(database.name)") { txn in
                 try start.withUnsafeBytes { startBytes in
-                    try txn.scan(database, from: start.isEmpty ? nil : startBytes) { key, _ in
+                    _ = try txn.scan(database, from: start.isEmpty ? nil : startBytes) { key, _ in
                         if let end, !key.lexicographicallyPrecedes(end) { return false }
                         found.append(Array(key))
                         return true

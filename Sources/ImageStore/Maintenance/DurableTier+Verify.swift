@@ -127,7 +127,7 @@ extension DurableTier {
                 let start = last
                 try ImageStoreError.rethrowing(path: path, operation: "verifying \(database.name)") {
                     try (start ?? [0]).withUnsafeBytes { startBytes in
-                        try txn.scan(database, from: start == nil ? nil : startBytes) { key, value in
+                        _ = try txn.scan(database, from: start == nil ? nil : startBytes) { key, value in
                             if let start, key.elementsEqual(start) { return true }  // resume after it
                             guard seen < size else { return false }
                             try body(txn, key, value)
