@@ -24,10 +24,10 @@ enum DemoCommand: AdminCommand {
             let data = try PutCommand.readFile(directory + "/" + name, limit: store.configuration.maxEntryBytes)
             let url = "https://demo.imgstore.invalid/fixtures/" + name
             let info = try CommandFailure.mapping { () throws(ImageStoreError) in try store.put(data, for: url) }
-            guard let back = try CommandFailure.mapping({ () throws(ImageStoreError) in try store.get(url) }), back.data == data else {
+            guard let back = try CommandFailure.mapping({ () throws(ImageStoreError) in try store.image(for: url) }), back.data == data else {
                 throw CommandFailure(code: .ioError, message: "read-back of \(url) did not return the bytes put")
             }
-            context.print("  put+get ok  \(String(info.byteCount).leftPadded(6)) bytes  \(Describe.image(info.image).padding(toLength: 14, withPad: " ", startingAt: 0))  \(Describe.escaped(url))")
+            context.print("  put+get ok  \(String(info.byteCount).leftPadded(6)) bytes  \(Describe.image(info.facts).padding(toLength: 14, withPad: " ", startingAt: 0))  \(Describe.escaped(url))")
         }
         context.print("\(names.count) images stored and read back byte for byte.")
         context.print(StatsCommand.describe(try StatsCommand.facts(of: store)))

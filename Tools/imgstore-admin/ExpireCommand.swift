@@ -15,7 +15,7 @@ enum ExpireCommand: AdminCommand {
         let store = try context.openStore(dryRun ? .read : .write)
         let report = try CommandFailure.mapping { () throws(ImageStoreError) in try store.sweepExpired(dryRun: dryRun) }
         context.print(dryRun
-            ? "would delete \(report.entries) expired entries (\(report.bytes) bytes)"
-            : "deleted \(report.entries) expired entries (\(report.bytes) bytes) in \(report.batches) batch(es)")
+            ? "would delete \(report.entryCount) expired entries (\(report.byteCount) bytes)"
+            : "deleted \(report.entryCount) expired entries (\(report.byteCount) bytes) in \(report.batches) batch(es)")
     }
 }

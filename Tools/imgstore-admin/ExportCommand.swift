@@ -90,7 +90,7 @@ enum ExportCommand: AdminCommand {
         for (index, entry) in entries.enumerated() {
             progress.update(index, Describe.escaped(entry.url))
             let image: StoredImage?
-            do { image = try store.get(entry.url) } catch {
+            do { image = try store.image(for: entry.url) } catch {
                 progress.finish()
                 Output.standardError("imgstore-admin export: cannot read \(Describe.escaped(entry.url)): \(Describe.escaped(CommandFailure(storeError: error).message))\n")
                 unreadable += 1
@@ -98,7 +98,7 @@ enum ExportCommand: AdminCommand {
             }
             // Expired, or removed by another process since the listing.
             guard let image else { leftOut += 1; continue }
-            let name = namer.name(for: image.info.url, format: image.info.image?.format)
+            let name = namer.name(for: image.info.url, format: image.info.facts?.format)
             try writeDurably(image.data, to: directory, name: name)
             manifest.append(ManifestEntry(file: name, entry: EntryJSON(image.info)))
         }

@@ -109,11 +109,13 @@ enum FetchCommand: AdminCommand {
         do { _ = try store.normalizedURL(url) } catch {
             return .failure(LoaderFailureMessages.failure(error, limits: limits))
         }
-        do throws(ImageLoaderError) {
-            let image = try await loader.load(url)
-            return .success(image)
-        } catch {
+        do {
+            return .success(try await loader.image(for: url))
+        } catch let error as ImageLoaderError {
             return .failure(LoaderFailureMessages.failure(error, limits: limits))
+        } catch {
+            // `image(for:)` throws `ImageLoaderError`, or `CancellationError` once cancelled.
+            return .failure(LoaderFailureMessages.failure(ImageLoaderError.cancelled, limits: limits))
         }
     }
 }

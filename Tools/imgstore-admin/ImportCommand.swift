@@ -155,7 +155,7 @@ enum ImportCommand: AdminCommand {
                 // The put has returned: the entry is as durable as `durability` asks, so it may be reported.
                 imported += 1
                 if json {
-                    context.print(JSONOutput.line(ImportLineJSON(path: candidate.path, url: info.url, ok: true, bytes: info.byteCount, facts: info.image)))
+                    context.print(JSONOutput.line(ImportLineJSON(path: candidate.path, url: info.url, ok: true, bytes: info.byteCount, facts: info.facts)))
                 }
             } catch {
                 let failure = CommandFailure(storeError: error)

@@ -80,9 +80,9 @@ struct EntryJSON: Encodable {
         createdAt = info.createdAt
         expiresAt = info.expiresAt
         lastAccessedAt = info.lastAccessedAt
-        format = info.image?.format.rawValue
-        width = info.image?.width
-        height = info.image?.height
+        format = info.facts?.format.rawValue
+        width = info.facts?.width
+        height = info.facts?.height
     }
 }
 

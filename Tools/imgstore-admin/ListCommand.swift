@@ -17,7 +17,7 @@ enum ListCommand: AdminCommand {
             return
         }
         for entry in entries {
-            context.print("\(String(entry.byteCount).leftPadded(10))  \(Describe.image(entry.image).padding(toLength: 18, withPad: " ", startingAt: 0))  \(Describe.escaped(entry.url))")
+            context.print("\(String(entry.byteCount).leftPadded(10))  \(Describe.image(entry.facts).padding(toLength: 18, withPad: " ", startingAt: 0))  \(Describe.escaped(entry.url))")
         }
     }
 }

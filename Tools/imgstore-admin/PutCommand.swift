@@ -38,7 +38,7 @@ enum PutCommand: AdminCommand {
             try store.checkpoint()
             return info
         }
-        context.print("stored \(Describe.escaped(info.url)) (\(info.byteCount) bytes, \(Describe.image(info.image)))")
+        context.print("stored \(Describe.escaped(info.url)) (\(info.byteCount) bytes, \(Describe.image(info.facts)))")
     }
 
     /// The checks `store.put` makes on its input, in its order, made without a store: the URL

@@ -129,7 +129,7 @@ enum CompactAndLoadCases {
             await withTaskGroup(of: Void.self) { group in
                 for task in 0..<64 {
                     group.addTask {
-                        do { _ = try await loader.load("https://cdn.example.com/r\(round)/\(task % 16).jpg") } catch { fail("load: \(error)") }
+                        do { _ = try await loader.image(for: "https://cdn.example.com/r\(round)/\(task % 16).jpg") } catch { fail("load: \(error)") }
                     }
                 }
             }
@@ -140,7 +140,7 @@ enum CompactAndLoadCases {
                     group.addTask {
                         let url = "https://cdn.example.com/r\(round)/\(task % 16).jpg"
                         do {
-                            if try naiveStore.get(url) != nil { return }
+                            if try naiveStore.image(for: url) != nil { return }
                             let (_, data) = try await origin.fetch(URLRequest(url: URL(string: url)!), bodyLimit: 64 << 20)
                             try naiveStore.put(data, for: url)
                         } catch { fail("naive load: \(error)") }

@@ -66,13 +66,13 @@ enum MaintenanceCases {
                 let report: SweepReport
                 do { report = try store.sweepExpired() } catch { fail("expire.sweep: \(error)") }
                 let ns = Double(BenchmarkRunner.nanoseconds() - t0)
-                if report.entries != expiredPerSweep {
-                    fail("expire.sweep removed \(report.entries) entries, expected \(expiredPerSweep)")
+                if report.entryCount != expiredPerSweep {
+                    fail("expire.sweep removed \(report.entryCount) entries, expected \(expiredPerSweep)")
                 }
                 let m = Measurement(
                     caseName: "expire.sweep", system: "imgstore \(size / 1000)k entries", threads: 1,
-                    operations: report.entries, bytes: report.bytes, seconds: ns / 1e9,
-                    latencies: [ns / Double(report.entries)], cpuSeconds: ns / 1e9)
+                    operations: report.entryCount, bytes: report.byteCount, seconds: ns / 1e9,
+                    latencies: [ns / Double(report.entryCount)], cpuSeconds: ns / 1e9)
                 if best == nil || m.seconds < best!.seconds { best = m }
             }
             return best!

@@ -18,7 +18,7 @@ enum StructureCheckCases {
         let payload = ImageCorpus.ladders[.jpeg]![0]
         var configuration = ImageStore.Configuration()
         configuration.validation = .none
-        configuration.sweepInterval = nil
+        configuration.sweepPeriod = nil
         let directory = options.scratch("open-check")
         defer { options.removeScratch(directory) }
         do {
