@@ -92,8 +92,8 @@ extension WriteAheadLog {
     /// Wakes every thread waiting on the condition and every writer whose record is done
     /// (`wakeSatisfiedWriters`), and resumes every suspended task whose wait is satisfied.
     /// Called with the lock held, after any change that can satisfy a wait; it drops the lock
-    /// while resuming (a resume must not run under a lock the cancellation handler takes) and
-    /// holds it again when it returns.
+    /// while waking writers (`wakeSatisfiedWriters`) and resuming tasks (a resume must not run
+    /// under a lock the cancellation handler takes), and holds it again when it returns.
     func wakeAll() {
         condition.broadcast()
         wakeSatisfiedWriters()

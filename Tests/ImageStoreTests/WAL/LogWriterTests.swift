@@ -26,6 +26,41 @@ import Testing
         gate.waitUntilHeld()
     }
 
+    /// Holds an append in its write (record 1), queues two synced writers behind it (records
+    /// 2 and 3), releases the write, and checks that all three records end synced.
+    /// - Returns: how often the two woke, and how often they took the log's lock after waking.
+    private static func releaseTwoSyncedWritersQueuedBehindAHeldLeader() throws -> (wakeups: Int, relocks: Int) {
+        try withTemporaryDirectory { directory throws in
+            let gate = GatedLogFileSystem()
+            let log = try makeLog(directory, fileSystem: gate)
+            let finished = queueTwoSyncedWritersBehindAHeldLeader(log, gate: gate)
+            let (wakeupsBefore, relocksBefore) = (log.writerWakeups.load(ordering: .relaxed), log.writerRelocks.load(ordering: .relaxed))
+            gate.release()
+            #expect(finished.wait(timeout: .now() + 10) == .success)
+            #expect(log.status().syncedSequence == 3)
+            _ = log.close()
+            return (log.writerWakeups.load(ordering: .relaxed) - wakeupsBefore, log.writerRelocks.load(ordering: .relaxed) - relocksBefore)
+        }
+    }
+
+    /// Starts an append held in its write (record 1), then two synced writers ("b" and "c",
+    /// records 2 and 3) that queue behind it; returns once both wait, with the group they leave.
+    private static func queueTwoSyncedWritersBehindAHeldLeader(_ log: WriteAheadLog, gate: GatedLogFileSystem) -> DispatchGroup {
+        startAppendHeldInItsWrite(log, gate: gate)
+        let queued = LockedValue(0)
+        let finished = DispatchGroup()
+        for key in ["b", "c"] {
+            finished.enter()
+            Thread {
+                _ = try? log.append(.delete(cacheKey: key), durability: .sync) { _ in queued.withLock { $0 += 1 } }
+                finished.leave()
+            }.start()
+        }
+        // Each follower publishes under the log's lock and holds it until it waits.
+        while queued.withLock({ $0 }) < 2 { usleep(1_000) }
+        return finished
+    }
+
     // MARK: - Batches
 
     @Test func aMillionQueuedRecordsAreWrittenInCappedBatchesWithoutOverflowingTheStack() throws {
@@ -100,29 +135,17 @@ import Testing
     /// neither has to wake to lead. With every batch's broadcast each could wake twice (four
     /// wake-ups in the run before the change).
     @Test func aBatchWakesOnlyTheWritersWhoseRecordsItMadeDurable() throws {
-        try withTemporaryDirectory { directory throws in
-            let gate = GatedLogFileSystem()
-            let log = try Self.makeLog(directory, fileSystem: gate)
-            Self.startAppendHeldInItsWrite(log, gate: gate)
-            let queued = LockedValue(0)
-            let finished = DispatchGroup()
-            for key in ["b", "c"] {
-                finished.enter()
-                Thread {
-                    _ = try? log.append(.delete(cacheKey: key), durability: .sync) { _ in queued.withLock { $0 += 1 } }
-                    finished.leave()
-                }.start()
-            }
-            // Each follower publishes under the log's lock and holds it until it waits.
-            while queued.withLock({ $0 }) < 2 { usleep(1_000) }
-            let wakeupsBefore = log.writerWakeups.load(ordering: .relaxed)
-            gate.release()
-            #expect(finished.wait(timeout: .now() + 10) == .success)
-            let wakeups = log.writerWakeups.load(ordering: .relaxed) - wakeupsBefore
-            #expect(wakeups == 2, "two writers woke \(wakeups) times for their one batch")
-            #expect(log.status().syncedSequence == 3)
-            _ = log.close()
-        }
+        let (wakeups, _) = try Self.releaseTwoSyncedWritersQueuedBehindAHeldLeader()
+        #expect(wakeups == 2, "two writers woke \(wakeups) times for their one batch")
+    }
+
+    /// A writer woken because a batch made its record durable returns without taking the log's
+    /// lock again: the leader marks it done before waking it. Woken writers that had to take the
+    /// lock queued on the mutex behind the leader, which held it to wake the others and to take
+    /// the next batch, and slept there a second time.
+    @Test func aWriterWhoseRecordABatchMadeDurableLeavesWithoutTheLock() throws {
+        let (_, relocks) = try Self.releaseTwoSyncedWritersQueuedBehindAHeldLeader()
+        #expect(relocks == 0, "writers whose records were synced took the log's lock \(relocks) times after waking")
     }
 
     /// A leader that waits only for its own record to be written leaves once its batch is, and
