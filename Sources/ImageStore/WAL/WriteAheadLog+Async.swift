@@ -19,6 +19,18 @@ extension WriteAheadLog {
         case synced(UInt64)
     }
 
+    /// How a suspended task's wait ended.
+    enum WaitOutcome {
+        /// The task was cancelled first.
+        case cancelled
+        /// The wait needs no more waiting: room, or a reason to throw (a failure, the close);
+        /// the task looks under the lock which.
+        case answered
+        /// The record it waited for is written or synced as it waited for: nothing is left to
+        /// look at, so the task returns without taking the lock again.
+        case reached
+    }
+
     /// Appends `entry` as `append(_:durability:publish:)` does, suspending the calling task
     /// instead of blocking its thread.
     ///
@@ -45,10 +57,11 @@ extension WriteAheadLog {
             // Invariant: the store resolves `.storeDefault` before anything reaches the log.
             assert(durability != .storeDefault)
             return queued
-        case .batched: try await suspend(until: .written(queued))
-        case .sync: try await suspend(until: .synced(queued))
+        case .batched: if try await suspend(until: .written(queued)) == .reached { return queued }
+        case .sync: if try await suspend(until: .synced(queued)) == .reached { return queued }
         }
         try withLock { () throws(ImageStoreError) in
+            taskRechecks.wrappingAdd(1, ordering: .relaxed)
             let reached = if case .sync = durability { state.syncedSequence } else { state.writtenSequence }
             if reached < queued, let failure = state.failure { throw map(failure) }
         }
@@ -57,14 +70,16 @@ extension WriteAheadLog {
 
     /// Suspends the task until `wait` is satisfied (or cannot be any more: a failure, the
     /// close); returns at once when it already is.
+    /// - Returns: `.reached` or `.answered` (see `WaitOutcome`), never `.cancelled`.
     /// - Throws: `CancellationError` when the task is cancelled first.
-    private func suspend(until wait: Wait) async throws {
+    @discardableResult
+    private func suspend(until wait: Wait) async throws -> WaitOutcome {
         let id = withLock { state.suspended.reserveID() }
-        let satisfied = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-                let answer: Bool? = withLock {
-                    if state.suspended.wasCancelledEarly(id) { return false }
-                    if isSatisfied(wait) { return true }
+        let ended = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<WaitOutcome, Never>) in
+                let answer: WaitOutcome? = withLock {
+                    if state.suspended.wasCancelledEarly(id) { return .cancelled }
+                    if isSatisfied(wait) { return outcome(of: wait) }
                     state.suspended.park(id, wait: wait, continuation: continuation)
                     // The leader thread may have work now; nobody else waits for a park.
                     if state.leaderThreadOnBell { ringLeaderBell() } else { condition.broadcast() }
@@ -73,9 +88,20 @@ extension WriteAheadLog {
                 if let answer { continuation.resume(returning: answer) }
             }
         } onCancel: {
-            withLock { state.suspended.cancel(id) }?.resume(returning: false)
+            withLock { state.suspended.cancel(id) }?.resume(returning: .cancelled)
         }
-        if !satisfied { throw CancellationError() }
+        if ended == .cancelled { throw CancellationError() }
+        return ended
+    }
+
+    /// How a satisfied `wait` ended: `.reached` when its record got where it waited for,
+    /// `.answered` otherwise. Called with the lock held.
+    private func outcome(of wait: Wait) -> WaitOutcome {
+        switch wait {
+        case .room: .answered
+        case let .written(sequence): state.writtenSequence >= sequence ? .reached : .answered
+        case let .synced(sequence): state.syncedSequence >= sequence ? .reached : .answered
+        }
     }
 
     /// Whether `wait` needs no more waiting. Called with the lock held.
@@ -104,11 +130,12 @@ extension WriteAheadLog {
     /// Called with the lock held; drops it while resuming, as `wakeAll` says.
     func resumeSatisfiedTasks() {
         guard !state.suspended.isEmpty else { return }
-        let satisfied = state.suspended.waits.filter { isSatisfied($0.wait) }.map(\.id)
-        let ready = state.suspended.take(satisfied)
+        let ready = state.suspended.waits.filter { isSatisfied($0.wait) }.compactMap { parked in
+            state.suspended.take(parked.id).map { (continuation: $0, outcome: outcome(of: parked.wait)) }
+        }
         guard !ready.isEmpty else { return }
         condition.unlock()
-        for continuation in ready { continuation.resume(returning: true) }
+        for (continuation, outcome) in ready { continuation.resume(returning: outcome) }
         condition.lock()
     }
 
@@ -175,7 +202,7 @@ extension WriteAheadLog {
 /// and parking is remembered (`cancelledEarly`) and the task leaves as it parks. Each
 /// continuation is resumed exactly once: by whoever removes it from `parked`.
 struct SuspendedWriters {
-    private var parked: [Int: (wait: WriteAheadLog.Wait, continuation: CheckedContinuation<Bool, Never>)] = [:]
+    private var parked: [Int: (wait: WriteAheadLog.Wait, continuation: CheckedContinuation<WriteAheadLog.WaitOutcome, Never>)] = [:]
     private var reserved: Set<Int> = []
     private var cancelledEarly: Set<Int> = []
     private var nextID = 0
@@ -194,13 +221,13 @@ struct SuspendedWriters {
         return cancelledEarly.remove(id) != nil
     }
 
-    mutating func park(_ id: Int, wait: WriteAheadLog.Wait, continuation: CheckedContinuation<Bool, Never>) {
+    mutating func park(_ id: Int, wait: WriteAheadLog.Wait, continuation: CheckedContinuation<WriteAheadLog.WaitOutcome, Never>) {
         parked[id] = (wait, continuation)
     }
 
     /// The cancelled task's continuation to resume, when it is parked; remembers the
     /// cancellation when it has not parked yet; nil when it was resumed already.
-    mutating func cancel(_ id: Int) -> CheckedContinuation<Bool, Never>? {
+    mutating func cancel(_ id: Int) -> CheckedContinuation<WriteAheadLog.WaitOutcome, Never>? {
         if reserved.contains(id) {
             cancelledEarly.insert(id)
             return nil
@@ -211,8 +238,8 @@ struct SuspendedWriters {
     /// What each parked task waits for.
     var waits: [(id: Int, wait: WriteAheadLog.Wait)] { parked.map { ($0.key, $0.value.wait) } }
 
-    /// Removes and returns the continuations of the tasks `ids`.
-    mutating func take(_ ids: [Int]) -> [CheckedContinuation<Bool, Never>] {
-        ids.compactMap { parked.removeValue(forKey: $0)?.continuation }
+    /// Removes and returns the continuation of the task `id`, if it is parked.
+    mutating func take(_ id: Int) -> CheckedContinuation<WriteAheadLog.WaitOutcome, Never>? {
+        parked.removeValue(forKey: id)?.continuation
     }
 }

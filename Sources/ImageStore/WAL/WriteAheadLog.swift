@@ -127,6 +127,8 @@ final class WriteAheadLog: Sendable {
     let writerWakeups = Atomic<Int>(0)
     /// Times a woken writer took the lock again so far (tests read it).
     let writerRelocks = Atomic<Int>(0)
+    /// Times a resumed task took the lock again to look for a failure so far (tests read it).
+    let taskRechecks = Atomic<Int>(0)
     /// Chunks of zeros the zeroer wrote and synced so far (tests read it).
     let zeroedChunks = Atomic<Int>(0)
     /// Turns of the leader thread's loop so far (tests read it).

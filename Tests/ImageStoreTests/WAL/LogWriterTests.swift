@@ -99,6 +99,29 @@ import Testing
         _ = log.close()
     }
 
+    /// A task resumed because a batch made its record durable returns without taking the log's
+    /// lock again to look for a failure: the batch tells it its record got there. Only a task
+    /// woken by a failure (or cancelled) looks.
+    @Test func aTaskWhoseRecordABatchMadeDurableLeavesWithoutTheLock() async throws {
+        let directory = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let gate = GatedLogFileSystem()
+        let log = try Self.makeLog(directory, fileSystem: gate)
+        Self.startAppendHeldInItsWrite(log, gate: gate)
+        let rechecksBefore = log.taskRechecks.load(ordering: .relaxed)
+        async let b = log.appendAsync(.delete(cacheKey: "b"), durability: .sync) { _ in }
+        async let c = log.appendAsync(.delete(cacheKey: "c"), durability: .batched(within: .seconds(3600))) { _ in }
+        // Both park behind the held write before it is let go.
+        while log.withLock({ log.state.suspended.waits.count }) < 2 { try await Task.sleep(for: .milliseconds(1)) }
+        gate.release()
+        let sequences = try await [b, c].sorted()
+        #expect(sequences == [2, 3])
+        #expect(log.status().syncedSequence == 3)
+        let rechecks = log.taskRechecks.load(ordering: .relaxed) - rechecksBefore
+        #expect(rechecks == 0, "tasks whose records were written or synced took the log's lock \(rechecks) times to look for a failure")
+        _ = log.close()
+    }
+
     /// Memory the applier releases wakes only writers parked in back-pressure: a writer
     /// waiting for its sync is woken by the leader's batch, not by every applied one.
     @Test func theApplierReleasingMemoryDoesNotWakeWritersWaitingForTheirSync() throws {
