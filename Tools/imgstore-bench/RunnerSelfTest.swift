@@ -3,9 +3,11 @@ import MemoryCache
 import Synchronization
 
 /// `bench.self-test.*`: work that shares nothing between threads, on 1 and 2 threads: pure arithmetic, and lookups in
-/// a cache private to each thread, alone and each under one of 16 shared locks. Their scaling is what the machine
-/// gives right now (other processes take cores; the host places the vCPUs); a shared cache cannot be expected to
-/// scale better than the private one, nor one that locks per hit better than the private one under shared locks.
+/// a cache private to each thread, alone, each under one of 16 shared locks, and holding values both threads share.
+/// Their scaling is what the machine gives right now (other processes take cores; the host places the vCPUs); a
+/// shared cache cannot be expected to scale better than the private one, nor one that locks per hit better than the
+/// private one under shared locks, nor one that hands out values both threads hold better than the private one with
+/// shared values.
 enum RunnerSelfTest {
     static let threadCounts = [1, 2]
 
@@ -30,17 +32,29 @@ enum RunnerSelfTest {
                 "bench.self-test.shared-locks", system: "private cache, 16 shared locks", locks: (0..<16).map { _ in PaddedLock() },
                 options: options)
         },
+        BenchmarkCase(name: "bench.self-test.shared-values") { options in
+            privateCacheCase(
+                "bench.self-test.shared-values", system: "private cache, shared values", locks: nil, sharedValues: true,
+                options: options)
+        },
     ]
 
     /// Lookups of resident keys in a cache private to each thread. With `locks`, each lookup also holds the lock
     /// its key picks among them, as a shared `MemoryCache` hit holds its shard's (16 shards, picked the same way):
     /// the least a lock-per-hit design writes to lines both threads use. Its scaling bounds such a design's in the
     /// same run, as the cross-core cost of a line moves with where the host puts the two vCPUs.
-    static func privateCacheCase(_ name: String, system: String, locks: [PaddedLock]?, options: BenchmarkOptions) -> [Measurement] {
+    ///
+    /// With `sharedValues`, both threads' caches hold the same values (as `memory.get-hit`'s shared cache does, 64-byte
+    /// `Data`s): a hit returns a value the other thread also retains and releases, so its reference count is a line
+    /// both threads write, the least a cache that returns shared values costs.
+    static func privateCacheCase(
+        _ name: String, system: String, locks: [PaddedLock]?, sharedValues: Bool = false, options: BenchmarkOptions
+    ) -> [Measurement] {
         let trace = uniformTrace(keys: 10_000, count: 1 << 20, seed: 7)
+        let shared = MemoryTierCases.makeValues(10_000)
         let caches = threadCounts.map { _ in
             let cache = MemoryTierCases.makeMemoryCache(.init(totalCostLimit: 0, policy: .lru))
-            for k in 0..<10_000 { MemoryTierCases.set(cache, Data(count: 64), forKey: k, cost: 1) }
+            for k in 0..<10_000 { MemoryTierCases.set(cache, sharedValues ? shared[k] : Data(count: 64), forKey: k, cost: 1) }
             return cache
         }
         return threadCounts.map { threads in
