@@ -29,5 +29,6 @@ private final class TimedLogFile: LogFile {
     func sync() throws(LogIOError) { try metrics.timedSync { () throws(LogIOError) in try base.sync() } }
     var preallocatedBytes: Int { base.preallocatedBytes }
     func readAll() throws(LogIOError) -> [UInt8] { try base.readAll() }
+    func readAll(into buffer: inout [UInt8]) throws(LogIOError) -> Int { try base.readAll(into: &buffer) }
     func close() { base.close() }
 }

@@ -31,7 +31,19 @@ package protocol LogFile: AnyObject, Sendable {
     var preallocatedBytes: Int { get }
     /// The whole file's current contents.
     func readAll() throws(LogIOError) -> [UInt8]
+    /// Reads the whole file's current contents into the start of `buffer`, reusing its storage
+    /// when it is large enough (a fresh buffer for each 64 MiB segment cost recovery a page
+    /// fault and the kernel's zeroing for every page); returns how many bytes it holds.
+    func readAll(into buffer: inout [UInt8]) throws(LogIOError) -> Int
     func close()
+}
+
+extension LogFile {
+    /// A fresh buffer each time, for files that have nothing better.
+    package func readAll(into buffer: inout [UInt8]) throws(LogIOError) -> Int {
+        buffer = try readAll()
+        return buffer.count
+    }
 }
 
 /// The directory operations the log needs, behind a protocol for the same reason.
@@ -169,27 +181,42 @@ final class PosixLogFile: LogFile {
 
 
     func readAll() throws(LogIOError) -> [UInt8] {
+        var bytes: [UInt8] = []
+        _ = try readAll(into: &bytes)
+        return bytes
+    }
+
+    func readAll(into buffer: inout [UInt8]) throws(LogIOError) -> Int {
         var status = stat()
         guard fstat(fd, &status) == 0 else { throw LogIOError("stat \(path)", code: errno) }
         let count = Int(status.st_size)
         var failure: LogIOError?
+        if buffer.count >= count {
+            buffer.withUnsafeMutableBytes { bytes in
+                do throws(LogIOError) { try read(count, into: bytes.baseAddress) } catch { failure = error }
+            }
+            if let failure { throw failure }
+            return count
+        }
         // Uninitialised: every byte is read into before the array is used (a whole segment is
         // 64 MiB, and zeroing it first cost recovery a pass over it).
-        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            var done = 0
-            while done < count {
-                let n = pread(fd, buffer.baseAddress! + done, count - done, off_t(done))
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else {
-                    failure = LogIOError("read \(path)", code: n < 0 ? errno : EIO)
-                    break
-                }
-                done += n
-            }
+        buffer = [UInt8](unsafeUninitializedCapacity: count) { bytes, initialized in
+            do throws(LogIOError) { try read(count, into: bytes.baseAddress) } catch { failure = error }
             initialized = failure == nil ? count : 0
         }
         if let failure { throw failure }
-        return bytes
+        return count
+    }
+
+    /// Reads the file's first `count` bytes into `target`.
+    private func read(_ count: Int, into target: UnsafeMutableRawPointer?) throws(LogIOError) {
+        var done = 0
+        while done < count {
+            let n = pread(fd, target! + done, count - done, off_t(done))
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw LogIOError("read \(path)", code: n < 0 ? errno : EIO) }
+            done += n
+        }
     }
 
     private let closed = LockedValue(false)

@@ -82,9 +82,12 @@ struct LogRecovery {
         /// later record turns up.
         var unresolvedDamage: (segment: UInt64, offset: Int, bytes: Int)?
 
+        // One buffer for every segment: each is parsed (its records copied out) before the next
+        // is read into it.
+        var buffer: [UInt8] = []
         for number in try Self.segments(in: directory, fileSystem: fileSystem) {
             let path = directory + "/" + WALFormat.segmentName(number)
-            let bytes: [UInt8]
+            let count: Int
             do throws(LogIOError) {
                 guard FileManager.default.fileExists(atPath: path) else {  // retired meanwhile by a live writer
                     retiredMeanwhile = true
@@ -92,7 +95,7 @@ struct LogRecovery {
                 }
                 let file = try fileSystem.open(path, preallocate: 0)
                 defer { file.close() }
-                bytes = try file.readAll()
+                count = try file.readAll(into: &buffer)
             } catch where error.code == ENOENT {
                 retiredMeanwhile = true  // retired between the check and the open (verify's reads only)
                 continue
@@ -102,7 +105,8 @@ struct LogRecovery {
             report.segmentsRead += 1
             var batch: [SequencedEntry] = []
             var offset = 0
-            try ImageStoreError.rethrowing(path: directory, operation: "reading the log") { try bytes.withUnsafeBytes { all in
+            try ImageStoreError.rethrowing(path: directory, operation: "reading the log") { try buffer.withUnsafeBytes { whole in
+                let all = UnsafeRawBufferPointer(rebasing: whole.prefix(count))
                 while offset < all.count {
                     if let record = parse(all, at: offset, segment: number) {
                         // Sequence numbers continue from what LMDB holds and never skip, except
