@@ -61,8 +61,8 @@ final class LogThenLMDB: StoreSystem, @unchecked Sendable {
         Thread.detachNewThread { [self] in applyUntilStopped() }
     }
 
-    /// Writes `bytes` of zeros at the start of `fd` and syncs them.
-    private static func writeZeros(_ fd: Int32, bytes: Int, path: String) {
+    /// Writes `bytes` of zeros at the start of `fd` and syncs them (also the recovery floor's untimed log).
+    static func writeZeros(_ fd: Int32, bytes: Int, path: String) {
         let chunk = [UInt8](repeating: 0, count: 1 << 20)
         var offset = 0
         while offset < bytes {

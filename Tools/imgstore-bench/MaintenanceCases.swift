@@ -83,10 +83,6 @@ enum MaintenanceCases {
 
     // MARK: - Recovery
 
-    /// Reopening a store whose log holds 256 MiB (16 MiB in `--quick`) of puts never applied to LMDB, as after a crash:
-    /// the open replays them into LMDB and checkpoints. The log is written by a store with the applier off
-    /// (`applyLog`, a test hook) and then abandoned as a crash would leave it; page cache warm. One operation; MB/s
-    /// is the log's image bytes over the open's time.
     /// What any recovery of the log costs at least, in the same run: a file of the log's size written and synced (as
     /// the writer's log was, untimed), then read back and written into a new file in 1 MiB steps and synced (timed).
     /// Recovery does that much (it reads the log and writes what it holds into LMDB, synced) and more: it parses and
@@ -96,22 +92,22 @@ enum MaintenanceCases {
         let directory = options.scratch("recover-floor")
         defer { options.removeScratch(directory) }
         let chunk = 1 << 20
-        var buffer = [UInt8](repeating: 0x5A, count: chunk)
+        var buffer = [UInt8](repeating: 0, count: chunk)
         func open(_ name: String, _ flags: Int32) -> Int32 {
             let fd = Glibc.open(directory + "/" + name, flags | O_CLOEXEC, 0o644)
             if fd < 0 { fail("open \(directory)/\(name): \(String(cString: strerror(errno)))") }
             return fd
         }
-        func copy(from source: Int32?, to target: Int32) {
+        func copy(from source: Int32, to target: Int32) {
             for offset in stride(from: 0, to: bytes, by: chunk) {
-                if let source, pread(source, &buffer, chunk, off_t(offset)) != chunk { fail("pread: \(String(cString: strerror(errno)))") }
+                if pread(source, &buffer, chunk, off_t(offset)) != chunk { fail("pread: \(String(cString: strerror(errno)))") }
                 if pwrite(target, buffer, chunk, off_t(offset)) != chunk { fail("pwrite: \(String(cString: strerror(errno)))") }
             }
             if fdatasync(target) != 0 { fail("fdatasync: \(String(cString: strerror(errno)))") }
         }
         let log = open("log", O_CREAT | O_RDWR)
         defer { close(log) }
-        copy(from: nil, to: log)
+        LogThenLMDB.writeZeros(log, bytes: bytes, path: directory + "/log")
         let t0 = BenchmarkRunner.nanoseconds()
         let data = open("data", O_CREAT | O_WRONLY | O_TRUNC)
         copy(from: log, to: data)
@@ -122,6 +118,10 @@ enum MaintenanceCases {
             seconds: ns / 1e9, latencies: [ns], cpuSeconds: ns / 1e9)
     }
 
+    /// Reopening a store whose log holds 256 MiB (16 MiB in `--quick`) of puts never applied to LMDB, as after a crash:
+    /// the open replays them into LMDB and checkpoints. The log is written by a store with the applier off
+    /// (`applyLog`, a test hook) and then abandoned as a crash would leave it; page cache warm. One operation; MB/s
+    /// is the log's image bytes over the open's time.
     static func recovery(_ options: BenchmarkOptions, reopening reopenConfiguration: ImageStore.Configuration) -> [Measurement] {
         let logBytes = options.quick ? 16 << 20 : 256 << 20
         let set = ImageSet.make(bytes: logBytes, seed: 77)
