@@ -1,3 +1,5 @@
+import Foundation
+
 /// A log file layer that times every `fdatasync` of a log segment into `LogMetrics`, so the
 /// log itself needs no hook for it. Everything else passes straight through.
 struct TimedLogFileSystem: LogFileSystem {
@@ -29,6 +31,6 @@ private final class TimedLogFile: LogFile {
     func sync() throws(LogIOError) { try metrics.timedSync { () throws(LogIOError) in try base.sync() } }
     var preallocatedBytes: Int { base.preallocatedBytes }
     func readAll() throws(LogIOError) -> [UInt8] { try base.readAll() }
-    func readAll(into buffer: inout [UInt8]) throws(LogIOError) -> Int { try base.readAll(into: &buffer) }
+    func readAll(into buffer: inout Data) throws(LogIOError) -> Int { try base.readAll(into: &buffer) }
     func close() { base.close() }
 }

@@ -49,8 +49,10 @@ enum LogEntry: Sendable {
         }
     }
 
-    /// Decodes a payload of `type`; nil when it breaks validity condition 6.
-    init?(type: WALFormat.RecordType, payload: UnsafeRawBufferPointer) {
+    /// Decodes a payload of `type`; nil when it breaks validity condition 6. A put's image
+    /// bytes are `sharedImage(range)` (`range` within `payload`), for a caller whose payload
+    /// lies in a `Data` the image can be a slice of; nil copies them.
+    init?(type: WALFormat.RecordType, payload: UnsafeRawBufferPointer, sharedImage: ((Range<Int>) -> Data)? = nil) {
         switch type {
         case .put:
             guard let length = ByteReader(bytes: payload).integer(at: 0, as: UInt32.self).map(Int.init),
@@ -58,7 +60,8 @@ enum LogEntry: Sendable {
                   let record = EntryRecord(decoding: UnsafeRawBufferPointer(rebasing: payload[4..<(4 + length)])),
                   record.byteCount == payload.count - 4 - length
             else { return nil }
-            self = .put(record, Data(payload[(4 + length)...]))
+            let range = (4 + length)..<payload.count
+            self = .put(record, sharedImage?(range) ?? Data(payload[range]))
         case .renew:
             guard let record = EntryRecord(decoding: payload) else { return nil }
             self = .renew(record, bytes: Data())

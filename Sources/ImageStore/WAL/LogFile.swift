@@ -34,14 +34,17 @@ package protocol LogFile: AnyObject, Sendable {
     /// Reads the whole file's current contents into the start of `buffer`, reusing its storage
     /// when it is large enough (a fresh buffer for each 64 MiB segment cost recovery a page
     /// fault and the kernel's zeroing for every page); returns how many bytes it holds.
-    func readAll(into buffer: inout [UInt8]) throws(LogIOError) -> Int
+    /// A `Data`, so that what recovery decodes can share the bytes instead of copying them
+    /// (`LogEntry.put`'s image is a slice of it); a storage that such a slice still shares is
+    /// copied before it is written to, as for any `Data`.
+    func readAll(into buffer: inout Data) throws(LogIOError) -> Int
     func close()
 }
 
 extension LogFile {
     /// A fresh buffer each time, for files that have nothing better.
-    package func readAll(into buffer: inout [UInt8]) throws(LogIOError) -> Int {
-        buffer = try readAll()
+    package func readAll(into buffer: inout Data) throws(LogIOError) -> Int {
+        buffer = Data(try readAll())
         return buffer.count
     }
 }
@@ -181,31 +184,37 @@ final class PosixLogFile: LogFile {
 
 
     func readAll() throws(LogIOError) -> [UInt8] {
-        var bytes: [UInt8] = []
-        _ = try readAll(into: &bytes)
-        return bytes
-    }
-
-    func readAll(into buffer: inout [UInt8]) throws(LogIOError) -> Int {
-        var status = stat()
-        guard fstat(fd, &status) == 0 else { throw LogIOError("stat \(path)", code: errno) }
-        let count = Int(status.st_size)
+        let count = try size()
         var failure: LogIOError?
-        if buffer.count >= count {
-            buffer.withUnsafeMutableBytes { bytes in
-                do throws(LogIOError) { try read(count, into: bytes.baseAddress) } catch { failure = error }
-            }
-            if let failure { throw failure }
-            return count
-        }
-        // Uninitialised: every byte is read into before the array is used (a whole segment is
-        // 64 MiB, and zeroing it first cost recovery a pass over it).
-        buffer = [UInt8](unsafeUninitializedCapacity: count) { bytes, initialized in
+        // Uninitialised: every byte is read into before the array is used.
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { bytes, initialized in
             do throws(LogIOError) { try read(count, into: bytes.baseAddress) } catch { failure = error }
             initialized = failure == nil ? count : 0
         }
         if let failure { throw failure }
+        return bytes
+    }
+
+    func readAll(into buffer: inout Data) throws(LogIOError) -> Int {
+        let count = try size()
+        if buffer.count < count {
+            // Uninitialised (malloc'ed, not zeroed): every byte is read into before it is used,
+            // and a whole segment is 64 MiB.
+            guard let storage = malloc(max(count, 1)) else { throw LogIOError("allocating \(count) bytes for \(path)", code: ENOMEM) }
+            buffer = Data(bytesNoCopy: storage, count: count, deallocator: .free)
+        }
+        var failure: LogIOError?
+        buffer.withUnsafeMutableBytes { bytes in
+            do throws(LogIOError) { try read(count, into: bytes.baseAddress) } catch { failure = error }
+        }
+        if let failure { throw failure }
         return count
+    }
+
+    private func size() throws(LogIOError) -> Int {
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { throw LogIOError("stat \(path)", code: errno) }
+        return Int(status.st_size)
     }
 
     /// Reads the file's first `count` bytes into `target`.

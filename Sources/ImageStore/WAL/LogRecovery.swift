@@ -59,10 +59,19 @@ struct LogRecovery {
 
     /// Replays every segment: `apply` receives the valid records in order, segment by segment,
     /// those with sequence numbers ≤ `appliedSequence` left out.
+    ///
+    /// A put's image is a slice of the buffer its segment was read into, not a copy (copying
+    /// the log's 256 MiB out of it was a third of the pages a replay touched for the first
+    /// time). An `apply` that returns before it is done with a batch (the `ReplayPipeline`)
+    /// passes `awaitApplied`, which waits until the first `n` batches it was given are done
+    /// and released: segments then alternate between two buffers, and a buffer is read into
+    /// again only after the batches cut from it are gone. Without it, one buffer serves.
+    /// (Were a slice still alive, the read would copy the buffer first, as `Data` does.)
     /// - Returns: the report and the last valid sequence number (0 for an empty log).
     /// - Throws: `walCorrupt` for damage followed by valid records (unless salvaging);
     ///   `storage` for I/O errors; what `apply` throws.
-    func replay(appliedSequence: UInt64, apply: ([SequencedEntry]) throws(ImageStoreError) -> Void)
+    func replay(appliedSequence: UInt64, apply: ([SequencedEntry]) throws(ImageStoreError) -> Void,
+                awaitApplied: ((_ batches: Int) -> Void)? = nil)
         throws(ImageStoreError) -> (report: RecoveryReport, lastSequence: UInt64)
     {
         var report = RecoveryReport()
@@ -82,11 +91,14 @@ struct LogRecovery {
         /// later record turns up.
         var unresolvedDamage: (segment: UInt64, offset: Int, bytes: Int)?
 
-        // One buffer for every segment: each is parsed (its records copied out) before the next
-        // is read into it.
-        var buffer: [UInt8] = []
-        for number in try Self.segments(in: directory, fileSystem: fileSystem) {
+        var buffers = [Data](repeating: Data(), count: awaitApplied == nil ? 1 : 2)
+        /// For each buffer, how many batches `apply` had been given when its last segment's were.
+        var batchesThroughBuffer = [Int](repeating: 0, count: buffers.count)
+        var batchesGiven = 0
+        for (index, number) in try Self.segments(in: directory, fileSystem: fileSystem).enumerated() {
             let path = directory + "/" + WALFormat.segmentName(number)
+            let slot = index % buffers.count
+            awaitApplied?(batchesThroughBuffer[slot])
             let count: Int
             do throws(LogIOError) {
                 guard FileManager.default.fileExists(atPath: path) else {  // retired meanwhile by a live writer
@@ -95,7 +107,7 @@ struct LogRecovery {
                 }
                 let file = try fileSystem.open(path, preallocate: 0)
                 defer { file.close() }
-                count = try file.readAll(into: &buffer)
+                count = try file.readAll(into: &buffers[slot])
             } catch where error.code == ENOENT {
                 retiredMeanwhile = true  // retired between the check and the open (verify's reads only)
                 continue
@@ -105,10 +117,11 @@ struct LogRecovery {
             report.segmentsRead += 1
             var batch: [SequencedEntry] = []
             var offset = 0
-            try ImageStoreError.rethrowing(path: directory, operation: "reading the log") { try buffer.withUnsafeBytes { whole in
+            let segment = buffers[slot]
+            try ImageStoreError.rethrowing(path: directory, operation: "reading the log") { try segment.withUnsafeBytes { whole in
                 let all = UnsafeRawBufferPointer(rebasing: whole.prefix(count))
                 while offset < all.count {
-                    if let record = parse(all, at: offset, segment: number) {
+                    if let record = parse(all, at: offset, segment: number, sharing: segment) {
                         // Sequence numbers continue from what LMDB holds and never skip, except
                         // below applied-seq: a gap there lost nothing (LMDB holds it all), as
                         // when a failed checkpoint left an older segment behind.
@@ -175,9 +188,11 @@ struct LogRecovery {
             while !rest.isEmpty {
                 let count = LogApplier.batchLength(rest)
                 try apply(Array(rest.prefix(count)))
+                batchesGiven += 1
                 report.replayTransactions += 1
                 rest = rest.dropFirst(count)
             }
+            batchesThroughBuffer[slot] = batchesGiven
         }
         if let damage = unresolvedDamage { report.tornBytesDropped += damage.bytes }
         if let synced = watermark?.syncedThrough, !retiredMeanwhile, synced > max(lastSequence, appliedSequence) {
@@ -239,8 +254,11 @@ struct LogRecovery {
         return (count, end)
     }
 
-    /// A record that meets validity conditions 1–6 (6 without the sequence check).
-    private func parse(_ bytes: UnsafeRawBufferPointer, at offset: Int, segment: UInt64) -> (sequence: UInt64, entry: LogEntry, end: Int)? {
+    /// A record that meets validity conditions 1–6 (6 without the sequence check). With
+    /// `storage`, whose first bytes `bytes` are, a put's image is a slice of it; else a copy.
+    private func parse(_ bytes: UnsafeRawBufferPointer, at offset: Int, segment: UInt64, sharing storage: Data? = nil)
+        -> (sequence: UInt64, entry: LogEntry, end: Int)?
+    {
         guard offset + WALFormat.headerByteCount <= bytes.count,
               let header = WALFormat.Header(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + 32)]), segment: segment),
               offset + 32 + header.length <= bytes.count
@@ -248,7 +266,9 @@ struct LogRecovery {
         let payload = UnsafeRawBufferPointer(rebasing: bytes[(offset + 32)..<(offset + 32 + header.length)])
         let checksum = WALFormat.checksum(headerTail: UnsafeRawBufferPointer(rebasing: bytes[(offset + 8)..<(offset + 32)]), payload: payload)
         guard checksum == header.checksum, header.sequence >= 1,
-              let entry = LogEntry(type: header.type, payload: payload)
+              let entry = LogEntry(type: header.type, payload: payload, sharedImage: storage.map { storage in
+                  { range in storage[(storage.startIndex + offset + 32 + range.lowerBound)..<(storage.startIndex + offset + 32 + range.upperBound)] }
+              })
         else { return nil }
         return (header.sequence, entry, offset + 32 + header.length)
     }

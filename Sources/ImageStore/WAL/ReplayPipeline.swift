@@ -14,7 +14,18 @@ final class ReplayPipeline: Sendable {
     private struct State {
         var inFlightBytes = 0
         var inFlightBatches = 0
+        /// Batches done (applied, or skipped after a failure) and released, in submission order.
+        var finishedBatches = 0
         var failure: ImageStoreError?
+    }
+
+    /// A batch on its way through the writer queue, dropped once applied: the images in it
+    /// may be slices of the buffer recovery reads the next segments into (`LogRecovery`), and
+    /// a batch still held after it counts as finished would make that read copy the buffer.
+    /// Touched by the writer queue only, after `submit` made it.
+    private final class Parcel: @unchecked Sendable {
+        var batch: [SequencedEntry]
+        init(_ batch: [SequencedEntry]) { self.batch = batch }
     }
 
     private let tier: DurableTier
@@ -43,18 +54,29 @@ final class ReplayPipeline: Sendable {
         state.inFlightBytes += bytes
         state.inFlightBatches += 1
         condition.unlock()
+        let parcel = Parcel(batch)
         tier.writer.async { [self] in
             var failure: ImageStoreError?
             if withLock({ state.failure == nil }) {
-                do throws(ImageStoreError) { try tier.apply(batch) } catch { failure = error }
+                do throws(ImageStoreError) { try tier.apply(parcel.batch) } catch { failure = error }
             }
+            parcel.batch = []
             withLock {
                 state.inFlightBytes -= bytes
                 state.inFlightBatches -= 1
+                state.finishedBatches += 1
                 if let failure, state.failure == nil { state.failure = failure }
                 condition.broadcast()
             }
         }
+    }
+
+    /// Waits until the first `count` batches submitted are done (applied, or skipped after a
+    /// failure) and no longer held here.
+    func waitUntilFinished(_ count: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        while state.finishedBatches < count { condition.wait() }
     }
 
     /// Waits until every submitted batch is applied (or skipped after a failure).

@@ -62,7 +62,9 @@ final class WritePath: Sendable {
             let pipeline = ReplayPipeline(tier: tier)
             let result: (report: RecoveryReport, lastSequence: UInt64)
             do {
-                result = try recovery.replay(appliedSequence: applied) { (batch) throws(ImageStoreError) in try pipeline.submit(batch) }
+                result = try recovery.replay(
+                    appliedSequence: applied, apply: { (batch) throws(ImageStoreError) in try pipeline.submit(batch) },
+                    awaitApplied: pipeline.waitUntilFinished)
             } catch {
                 // Nothing of this replay may still run on the writer queue once it throws.
                 // The reading error is the one to report; a batch's failure after it adds nothing.

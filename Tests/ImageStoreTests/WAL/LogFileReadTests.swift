@@ -19,27 +19,27 @@ import Testing
             try Self.write(long, to: directory + "/long")
             try Self.write(short, to: directory + "/short")
             let files = PosixLogFileSystem()
-            var buffer: [UInt8] = []
+            var buffer = Data()
 
             let first = try files.open(directory + "/long", preallocate: 0)
             defer { first.close() }
             #expect(try first.readAll(into: &buffer) == long.count)
-            #expect(buffer == long)
+            #expect(buffer == Data(long))
             let storage = buffer.withUnsafeBytes { $0.baseAddress }
 
             let second = try files.open(directory + "/short", preallocate: 0)
             defer { second.close() }
             #expect(try second.readAll(into: &buffer) == short.count)
-            #expect(Array(buffer.prefix(short.count)) == short)
+            #expect(buffer.prefix(short.count) == Data(short))
             #expect(buffer.withUnsafeBytes { $0.baseAddress } == storage, "a large enough buffer was replaced")
 
             // The buffer is still 10 000 bytes long: reused again, it holds the long file whole.
             #expect(try first.readAll(into: &buffer) == long.count)
-            #expect(buffer == long)
+            #expect(buffer == Data(long))
 
-            var small = [UInt8](repeating: 0, count: 16)
+            var small = Data(repeating: 0, count: 16)
             #expect(try first.readAll(into: &small) == long.count)
-            #expect(small == long, "a buffer too small is replaced by one holding the file")
+            #expect(small == Data(long), "a buffer too small is replaced by one holding the file")
             #expect(try first.readAll() == long)
         }
     }
