@@ -15,14 +15,14 @@ import Glibc
 struct LogSnapshot: LogFileSystem {
     let directory: String
     /// Segment file name → its bytes, as read.
-    private let files: [String: [UInt8]]
+    private let files: [String: Data]
 
     /// Lists the directory's segments and reads each whole. A segment gone by the time it is
     /// opened was retired by a live writer meanwhile: it is left out. `willOpen` runs with
     /// each segment's path just before it is opened (tests retire segments there).
     /// - Throws: `storage` when the directory cannot be listed or a segment cannot be read.
     static func read(directory: String, willOpen: ((String) -> Void)? = nil) throws(ImageStoreError) -> LogSnapshot {
-        var files: [String: [UInt8]] = [:]
+        var files: [String: Data] = [:]
         for number in try LogRecovery.segments(in: directory, fileSystem: PosixLogFileSystem()) {
             let name = WALFormat.segmentName(number)
             let path = directory + "/" + name
@@ -34,7 +34,8 @@ struct LogSnapshot: LogFileSystem {
             }
             let file = PosixLogFile(fd: fd, path: path, preallocatedBytes: 0)  // closes fd
             defer { file.close() }
-            do { files[name] = try file.readAll() } catch {
+            var bytes = Data()
+            do { _ = try file.readAll(into: &bytes); files[name] = bytes } catch {
                 throw .storage(path: directory, detail: "reading the log: \(error)")
             }
         }
@@ -57,12 +58,17 @@ struct LogSnapshot: LogFileSystem {
 
 /// One segment's bytes in a `LogSnapshot`.
 private final class SnapshotFile: LogFile {
-    private let bytes: [UInt8]
+    private let bytes: Data
 
-    init(bytes: [UInt8]) { self.bytes = bytes }
+    init(bytes: Data) { self.bytes = bytes }
 
     func write(_ parts: [UnsafeRawBufferPointer], at offset: Int) throws(LogIOError) { throw LogIOError("write to a snapshot", code: EROFS) }
     func sync() throws(LogIOError) {}
-    func readAll() throws(LogIOError) -> [UInt8] { bytes }
+    func readAll() throws(LogIOError) -> [UInt8] { [UInt8](bytes) }
+    /// The snapshot's own bytes, shared, not copied (recovery only reads them).
+    func readAll(into buffer: inout Data) throws(LogIOError) -> Int {
+        buffer = bytes
+        return bytes.count
+    }
     func close() {}
 }

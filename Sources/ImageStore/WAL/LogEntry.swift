@@ -49,9 +49,9 @@ enum LogEntry: Sendable {
         }
     }
 
-    /// Decodes a payload of `type`; nil when it breaks validity condition 6. A put's image
-    /// bytes are `sharedImage(range)` (`range` within `payload`), for a caller whose payload
-    /// lies in a `Data` the image can be a slice of; nil copies them.
+    /// Decodes a payload of `type`; nil when it breaks validity condition 6. A put's image is
+    /// what `sharedImage` returns for its range (relative to `payload`), when it is given (a
+    /// caller whose payload lies in a `Data` passes a slice of it); otherwise a copy.
     init?(type: WALFormat.RecordType, payload: UnsafeRawBufferPointer, sharedImage: ((Range<Int>) -> Data)? = nil) {
         switch type {
         case .put:

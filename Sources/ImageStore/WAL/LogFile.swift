@@ -32,7 +32,7 @@ package protocol LogFile: AnyObject, Sendable {
     /// The whole file's current contents.
     func readAll() throws(LogIOError) -> [UInt8]
     /// Reads the whole file's current contents into the start of `buffer`, reusing its storage
-    /// when it is large enough (a fresh buffer for each 64 MiB segment cost recovery a page
+    /// when it is large enough and not shared (a fresh buffer for each 64 MiB segment cost recovery a page
     /// fault and the kernel's zeroing for every page); returns how many bytes it holds.
     /// A `Data`, so that what recovery decodes can share the bytes instead of copying them
     /// (`LogEntry.put`'s image is a slice of it); a storage that such a slice still shares is

@@ -10,6 +10,8 @@ import Foundation
 /// applied-seq moves with each batch, so the next open resumes after the last that committed),
 /// and the failure is thrown by the next `submit` or by `finish`. At most `limitBytes` of
 /// batches wait or run at once, so the queue never holds much more than two segments.
+/// `waitUntilFinished` tells recovery when the batches cut from a segment buffer are gone, so
+/// it can read the next segment into that buffer in place.
 final class ReplayPipeline: Sendable {
     private struct State {
         var inFlightBytes = 0

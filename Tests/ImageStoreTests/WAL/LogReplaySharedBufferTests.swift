@@ -77,6 +77,29 @@ import Testing
         }
     }
 
+    /// The pipeline lets go of a batch before it counts it finished: once `waitUntilFinished`
+    /// returns, the buffer the batches' images were cut from is the only holder of its storage,
+    /// and the next read writes into it in place instead of copying it.
+    @Test func thePipelineReleasesEachBatchBeforeCountingItFinished() throws {
+        try withTemporaryDirectory { directory throws in
+            let store = try ImageStore(path: directory, configuration: LogTest.configuration())
+            defer { store.close() }
+            let pipeline = ReplayPipeline(tier: store.tier)
+            var buffer = Data((0..<4_096).map { UInt8(truncatingIfNeeded: $0) })
+            let storage = Self.storageStart(buffer)
+            // Renewals of an entry LMDB does not hold: applying them changes nothing but applied-seq.
+            let record = EntryRecord(url: "https://x.test/a", cacheKey: "https://x.test/a", byteCount: 100, checksum: 1,
+                                     createdAt: 0, expiresAt: nil, lastAccess: 0, facts: nil)
+            for n in 0..<3 {
+                try pipeline.submit([SequencedEntry(sequence: UInt64(n + 1), entry: .renew(record, bytes: buffer[(100 * n)..<(100 * n + 100)]))])
+            }
+            pipeline.waitUntilFinished(3)
+            buffer.withUnsafeMutableBytes { $0[0] = 0xFF }
+            #expect(Self.storageStart(buffer) == storage, "a finished batch still held a slice of the buffer, so writing it copied it")
+            try pipeline.finish()
+        }
+    }
+
     /// A batch held longer than `awaitApplied` asked for keeps its bytes: reading a later
     /// segment into the buffer copies it first instead of overwriting the slices.
     @Test func aBatchHeldPastItsBufferKeepsItsBytes() throws {
