@@ -139,9 +139,14 @@ enum MaintenanceCases {
         let data = open("data", O_CREAT | O_WRONLY | O_TRUNC)
         copy(from: log, to: data)
         close(data)
-        let ns = Double(BenchmarkRunner.nanoseconds() - t0)
+        return oneRecovery(synced ? "read+write+fdatasync (floor)" : "read+write (page-cache fill)", bytes: bytes, since: t0)
+    }
+
+    /// A `recover.256MiB` row of one operation that moved `bytes` and began at `start` (`BenchmarkRunner.nanoseconds`).
+    private static func oneRecovery(_ system: String, bytes: Int, since start: UInt64) -> Measurement {
+        let ns = Double(BenchmarkRunner.nanoseconds() - start)
         return Measurement(
-            caseName: "recover.256MiB", system: synced ? "read+write+fdatasync (floor)" : "read+write (page-cache fill)", threads: 1, operations: 1, bytes: bytes,
+            caseName: "recover.256MiB", system: system, threads: 1, operations: 1, bytes: bytes,
             seconds: ns / 1e9, latencies: [ns], cpuSeconds: ns / 1e9)
     }
 
@@ -171,12 +176,10 @@ enum MaintenanceCases {
         do { store = try ImageStore(path: directory, configuration: reopenConfiguration) } catch {
             fail("recover: reopen: \(error)")
         }
-        let ns = Double(BenchmarkRunner.nanoseconds() - t0)
+        let measurement = oneRecovery(reopenConfiguration.writeMap ? "imgstore-writemap" : "imgstore", bytes: set.totalBytes, since: t0)
         defer { store.close() }
         let entries = (try? store.statistics().entryCount) ?? -1
         if entries != set.count { fail("recover: \(entries) entries after recovery, expected \(set.count)") }
-        return Measurement(
-            caseName: "recover.256MiB", system: reopenConfiguration.writeMap ? "imgstore-writemap" : "imgstore", threads: 1, operations: 1, bytes: set.totalBytes,
-            seconds: ns / 1e9, latencies: [ns], cpuSeconds: ns / 1e9)
+        return measurement
     }
 }
