@@ -81,15 +81,16 @@ enum MaintenanceCases {
 
     // MARK: - Recovery
 
-    /// What `recover.256MiB` measures: the default store, the opt-in `writeMap` one, the floor, and the floor's
-    /// writes alone (no sync).
+    /// What `recover.256MiB` measures: the default store, the opt-in `writeMap` one, the floor, the floor's
+    /// writes alone (no sync), and raw LMDB replaying the same images.
     enum RecoverySystem: CaseIterable {
-        case imgstore, writeMapped, floor, pageCacheFill
+        case imgstore, writeMapped, floor, pageCacheFill, lmdbReplay
     }
 
-    /// Three rotating rounds of each system (one in `--quick`), each system's median kept: one recovery's time moves
+    /// Five rotating rounds of each system (one in `--quick`), each system's median kept: one recovery's time moves
     /// with the host's state (how fast new page-cache pages come, how fast the disk takes them) by 2× and more from
-    /// one run to the next, and the floor, measured in the same rounds, moves with it.
+    /// one run to the next, and the floor and raw LMDB's replay, measured in the same rounds, move with it. With five
+    /// systems, each round starts with a different one, so no system is always first after the log is written.
     ///
     /// The page-cache fill bounds recovery from above: recovery writes at least the log's bytes into pages of the
     /// data file that are new to the page cache, from one thread, and the fill does only that. On this VM new pages
@@ -98,13 +99,14 @@ enum MaintenanceCases {
     static func recoveries(_ options: BenchmarkOptions) -> [Measurement] {
         let set = ImageSet.make(bytes: options.quick ? 16 << 20 : 256 << 20, seed: 77)  // made once, for every round
         return BenchmarkRunner.medianOfRotatingRounds(
-            "recover.256MiB", systems: RecoverySystem.allCases, named: { "\($0)" }, rounds: options.quick ? 1 : 3
+            "recover.256MiB", systems: RecoverySystem.allCases, named: { "\($0)" }, rounds: options.quick ? 1 : 5
         ) { system in
             switch system {
             case .imgstore: recovery(options, set: set, reopening: .init())
             case .writeMapped: recovery(options, set: set, reopening: .writeMapped)
             case .floor: copyFloor(options, synced: true)
             case .pageCacheFill: copyFloor(options, synced: false)
+            case .lmdbReplay: lmdbReplay(options, set: set)
             }
         }
     }
@@ -140,6 +142,54 @@ enum MaintenanceCases {
         copy(from: log, to: data)
         close(data)
         return oneRecovery(synced ? "read+write+fdatasync (floor)" : "read+write (page-cache fill)", bytes: bytes, since: t0)
+    }
+
+    /// The bound of a replay into LMDB, in the same run: raw LMDB, opened as imgstore opens it (default write flags,
+    /// `MDB_NOMETASYNC`, keys hashed), loading the same images from a file that holds them back to back (written and
+    /// synced untimed, as the writer's log was). Timed: the file read in segments of about 64 MiB into one buffer,
+    /// each segment's images put in one transaction, whose commit syncs, as the replay commits. Recovery does that and
+    /// more (it parses and checks the records, writes the entry, expiry and access records beside each blob, and
+    /// checkpoints the log), so it cannot beat this row while it replays into LMDB in such commits.
+    static func lmdbReplay(_ options: BenchmarkOptions, set: ImageSet) -> Measurement {
+        let directory = options.scratch("recover-lmdb")
+        defer { options.removeScratch(directory) }
+        let logPath = directory + "/log"
+        let log = Glibc.open(logPath, O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
+        if log < 0 { fail("open \(logPath): \(String(cString: strerror(errno)))") }
+        defer { close(log) }
+        var offset = 0
+        for image in set.images {
+            let n = image.withUnsafeBytes { pwrite(log, $0.baseAddress, $0.count, off_t(offset)) }
+            if n != image.count { fail("pwrite \(logPath): \(String(cString: strerror(errno)))") }
+            offset += n
+        }
+        if fdatasync(log) != 0 { fail("fdatasync \(logPath): \(String(cString: strerror(errno)))") }
+
+        let segmentBytes = 64 << 20
+        let t0 = BenchmarkRunner.nanoseconds()
+        let lmdb = RawLMDB(name: "lmdb replay", path: directory + "/lmdb", noMetaSync: true, hashedKeys: true)
+        var buffer = Data(count: max(segmentBytes, set.images.map(\.count).max() ?? 0))
+        var first = 0, start = 0
+        while first < set.count {
+            var end = first, bytes = 0
+            while end < set.count && (end == first || bytes + set.images[end].count <= segmentBytes) {
+                bytes += set.images[end].count
+                end += 1
+            }
+            let n = buffer.withUnsafeMutableBytes { pread(log, $0.baseAddress, bytes, off_t(start)) }
+            if n != bytes { fail("pread \(logPath): \(String(cString: strerror(errno)))") }
+            var images: [Data] = []
+            var at = 0
+            for index in first..<end {
+                images.append(buffer[at..<at + set.images[index].count])
+                at += set.images[index].count
+            }
+            lmdb.putBatch(set.urls[first..<end], images[...], thread: 0)
+            first = end
+            start += bytes
+        }
+        lmdb.close()
+        return oneRecovery("lmdb batched replay (bound)", bytes: set.totalBytes, since: t0)
     }
 
     /// A `recover.256MiB` row of one operation that moved `bytes` and began at `start` (`BenchmarkRunner.nanoseconds`).

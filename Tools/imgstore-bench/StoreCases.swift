@@ -146,7 +146,7 @@ enum StoreCases {
         let fixture = ReadFixture.shared(options)
         let ops = options.ops(20_000)
         return [1, 2].flatMap { threads in
-            (fixture.diskSystems + [fixture.borrowed]).map { system in
+            (fixture.diskSystems + [fixture.borrowed] + fixture.readBounds).map { system in
                 BenchmarkRunner.measure(
                     "get.disk-hit", system: system.name, threads: threads, opsPerThread: ops, batch: 1,
                     repetitions: options.repetitions, body: diskHitLoop(fixture, system))
@@ -202,6 +202,9 @@ final class ReadFixture: Sendable {
     let nscache: NSCacheSystem
     /// `imgstore` read through `withImage(for:)`, for `get.disk-hit` only.
     let borrowed: BorrowedImgStore
+    /// `lmdb` plus a read's checksum work, hashed in place and with the verified copy: the bounds of the
+    /// `get.disk-hit` rows of `borrowed` and `imgstore` against `lmdb`, for `get.disk-hit` only.
+    let readBounds: [VerifiedLMDB]
     /// The hot images of `get.memory-hit`: the first 32, about 5 MB, far below any memory tier limit.
     let hotKeys: [Int]
     var diskSystems: [any StoreSystem] { [imgstore, lmdb, sqlite, files] }
@@ -227,6 +230,7 @@ final class ReadFixture: Sendable {
         files = FilesPerEntry(name: "files", path: root + "/files", sync: false)
         nscache = NSCacheSystem(costLimit: MemoryTierLimit.bytes)
         borrowed = BorrowedImgStore(imgstore)
+        readBounds = [VerifiedLMDB(lmdb, .hashInPlace), VerifiedLMDB(lmdb, .verifiedCopy)]
         hotKeys = Array(0..<min(32, set.count))
         for system in [imgstore, lmdb, sqlite, files] as [any StoreSystem] {
             stride(from: 0, to: set.count, by: StoreCases.putBatchSize).forEach { start in

@@ -197,6 +197,11 @@ final class RawLMDB: StoreSystem {
     }
 
     func get(_ url: String, thread: Int) -> Data? {
+        withValue(url, thread: thread) { Data($0) }
+    }
+
+    /// `body` applied to the bytes stored for `url`, in place in LMDB's map inside a read transaction, or nil.
+    func withValue<R>(_ url: String, thread: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R? {
         let txn = readers[thread].pointer
         Self.check(mdb_txn_renew(txn), "mdb_txn_renew")
         defer { mdb_txn_reset(txn) }
@@ -207,7 +212,7 @@ final class RawLMDB: StoreSystem {
             let rc = mdb_get(txn, dbi, &k, &v)
             if rc == MDB_NOTFOUND { return nil }
             Self.check(rc, "mdb_get")
-            return Data(bytes: v.mv_data, count: v.mv_size)
+            return body(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
         }
     }
 
@@ -215,6 +220,54 @@ final class RawLMDB: StoreSystem {
         for reader in readers { mdb_txn_abort(reader.pointer) }
         mdb_env_close(env.pointer)
     }
+}
+
+/// Raw LMDB plus the checksum work every imgstore disk read does, and nothing else of imgstore: the bound of a
+/// `get.disk-hit` row in the same run. Its rate divided by raw LMDB's is the best imgstore's row can reach against
+/// raw LMDB while it verifies each read, since imgstore reads through LMDB too.
+/// - `hashInPlace`: XXH3-64 of the mapped bytes where they lie (`Checksum.blob`), no copy: what `withImage(for:)`
+///   adds to a lookup, so the bound of `imgstore-borrowed`.
+/// - `verifiedCopy`: the copy with its hash fused (`Checksum.copyingBlob`, streaming stores for a blob the memory
+///   tier may keep, as a disk hit makes it): what `image(for:)` adds to a lookup, so the bound of `imgstore`.
+final class VerifiedLMDB: StoreSystem {
+    enum Check { case hashInPlace, verifiedCopy }
+    let name: String
+    let lmdb: RawLMDB
+    let check: Check
+
+    init(_ lmdb: RawLMDB, _ check: Check) {
+        self.lmdb = lmdb
+        self.check = check
+        name = switch check {
+        case .hashInPlace: "lmdb+xxh3 in place (bound of borrowed)"
+        case .verifiedCopy: "lmdb+verified copy (bound of imgstore)"
+        }
+    }
+
+    func put(_ url: String, _ data: Data, thread: Int) { fail("\(name) is read-only") }
+
+    /// The largest blob a disk hit copies with streaming stores (the memory tier's entry limit).
+    private let keptUpTo = ImageStore.Configuration().memoryMaxEntryBytes
+
+    /// Copies, as every system's `get` does; the rows read through `readBytes`.
+    func get(_ url: String, thread: Int) -> Data? {
+        lmdb.withValue(url, thread: thread) { Data($0) }
+    }
+
+    func readBytes(_ url: String, thread: Int) -> Int? {
+        lmdb.withValue(url, thread: thread) { bytes in
+            switch check {
+            case .hashInPlace:
+                // The checksum is compared, as a read compares it with the stored one: libxxhash declares its
+                // functions pure, so an unused result could let the compiler drop the hash.
+                Checksum.blob(bytes) == 0 ? bytes.count &+ 1 : bytes.count
+            case .verifiedCopy:
+                Checksum.copyingBlob(bytes, streaming: bytes.count <= keptUpTo).0.count
+            }
+        }
+    }
+
+    func close() {}
 }
 
 // MARK: - SQLite

@@ -10,9 +10,12 @@ import Foundation
 /// AVX2 or AVX-512 at run time where the CPU has them: the same values as the plain SSE2
 /// functions (the algorithm does not depend on the instruction set), about 2.5 times as fast
 /// on an image-sized buffer here.
-enum Checksum {
+///
+/// Package-visible so `imgstore-bench` can measure the bounds of the read rows with the very
+/// functions a read runs (raw LMDB plus `blob` or `copyingBlob`).
+package enum Checksum {
     /// XXH3-64 of a blob, as stored in its entry record.
-    static func blob(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    package static func blob(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
         xxh3(bytes.baseAddress, bytes.count)
     }
 
@@ -62,7 +65,7 @@ enum Checksum {
     ///   caches no longer hold (what evictions freed), and an ordinary store first reads each of its lines from
     ///   memory. The copy is not in the caches afterwards, so a caller that reads it at once reads it from memory;
     ///   that still measured faster in all (`Tools/read-bound` measures the copies; the README gives the figures).
-    static func copyingBlob(_ bytes: UnsafeRawBufferPointer, streaming: Bool = false) -> (Data, UInt64) {
+    package static func copyingBlob(_ bytes: UnsafeRawBufferPointer, streaming: Bool = false) -> (Data, UInt64) {
         guard bytes.count > fusedChunkBytes, let state = XXH3_createState() else {
             guard streaming, bytes.count > 0 else { return (Data(bytes), blob(bytes)) }
             let checksum = blob(bytes)
