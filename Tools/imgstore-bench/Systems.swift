@@ -254,16 +254,19 @@ final class VerifiedLMDB: StoreSystem {
         lmdb.withValue(url, thread: thread) { Data($0) }
     }
 
+    /// The byte count. Each checksum is compared (with 0, as a read compares it with the stored one), so its result
+    /// is used: an unused result of an inlined hash could be dropped. A checksum of 0 (odds 2⁻⁶⁴) adds 1 to the count.
     func readBytes(_ url: String, thread: Int) -> Int? {
         lmdb.withValue(url, thread: thread) { bytes in
+            let count: Int, checksum: UInt64
             switch check {
             case .hashInPlace:
-                // The checksum is compared, as a read compares it with the stored one: libxxhash declares its
-                // functions pure, so an unused result could let the compiler drop the hash.
-                Checksum.blob(bytes) == 0 ? bytes.count &+ 1 : bytes.count
+                (count, checksum) = (bytes.count, Checksum.blob(bytes))
             case .verifiedCopy:
-                Checksum.copyingBlob(bytes, streaming: bytes.count <= keptUpTo).0.count
+                let (copy, sum) = Checksum.copyingBlob(bytes, streaming: bytes.count <= keptUpTo)
+                (count, checksum) = (copy.count, sum)
             }
+            return checksum == 0 ? count &+ 1 : count
         }
     }
 
