@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The load beside the benchmark's "loaded" runs (README, "Benchmarks"): from-scratch debug builds of a clone of this
 # repository, one after another, until the file STOP exists. Start it, wait until the first build compiles (about
-# 30 s), run the benchmark, then `touch STOP`; the loop ends after the build in progress.
+# 30 s), run the benchmark, then `touch STOP`; the loop ends after the build in progress (the clone is kept until
+# the next start removes it).
 #
 #   Tools/load-loop.sh [STOP] [CLONE]    (defaults /tmp/imgstore-load.stop and /tmp/imgstore-load-clone)
 #
@@ -19,4 +20,3 @@ while [ ! -e "$stop" ]; do
     rm -rf .build
     nice -n 19 swift build > /dev/null 2>&1 || true  # a failed build is load too; the loop only stops on STOP
 done
-rm -rf "$clone"
