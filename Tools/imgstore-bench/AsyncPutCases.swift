@@ -12,15 +12,16 @@ enum AsyncPutCases {
         BenchmarkCase(name: "put.async") { o in puts(o) }
     ]
 
-    /// Each path's median of five runs (one with `--quick`), in rotating rounds (as the other put cases). Five, not
-    /// the other put cases' three: under a competing build, one path's three runs spread 1 285–2 176 puts/s, and
-    /// three `--cases put.async` runs under the same load gave async ÷ sync medians of 0.78, 1.23 and 1.10.
+    /// Each path's median of `options.widerRounds` runs (five; one with `--quick`), in rotating rounds (as the other
+    /// put cases). Five, not the other put cases' three: under a competing build, one path's three runs spread
+    /// 1 285–2 176 puts/s, and three `--cases put.async` runs under the same load gave async ÷ sync medians of 0.78,
+    /// 1.23 and 1.10.
     static func puts(_ options: BenchmarkOptions) -> [Measurement] {
         let set = Workloads.mix(options)
         let perWriter = set.count / writers
         return BenchmarkRunner.medianOfRotatingRounds(
             "put.async \(writers) writers", systems: ["imgstore-async", "imgstore"], named: { $0 },
-            rounds: options.quick ? 1 : 5
+            rounds: options.widerRounds
         ) { system in
             let directory = options.scratch("put.async-\(system)")
             let store: ImageStore

@@ -14,6 +14,10 @@ struct BenchmarkOptions: Sendable {
     /// Timed runs per measurement; the fastest is kept, since interference from other processes only slows a run.
     var repetitions = 3
 
+    /// Rotating rounds of the rows whose runs spread most (`put.async`, `recover.256MiB`), each row's median kept:
+    /// five, one in quick mode.
+    var widerRounds: Int { quick ? 1 : 5 }
+
     /// Bytes of images the store cases put (each put measurement puts all of them) and read.
     var datasetBytes = 256 << 20
     /// The only systems the put cases measure, when set (`--systems`).

@@ -87,10 +87,11 @@ enum MaintenanceCases {
         case imgstore, writeMapped, floor, pageCacheFill, lmdbReplay
     }
 
-    /// Five rotating rounds of each system (one in `--quick`), each system's median kept: one recovery's time moves
-    /// with the host's state (how fast new page-cache pages come, how fast the disk takes them) by 2× and more from
-    /// one run to the next, and the floor and raw LMDB's replay, measured in the same rounds, move with it. With five
-    /// systems, each round starts with a different one, so no system is always first after the log is written.
+    /// `options.widerRounds` rotating rounds of each system (five; one in `--quick`), each system's median kept: one
+    /// recovery's time moves with the host's state (how fast new page-cache pages come, how fast the disk takes them)
+    /// by 2× and more from one run to the next, and the floor and raw LMDB's replay, measured in the same rounds, move
+    /// with it. With five systems, each round starts with a different one, so no system is always first after the log
+    /// is written.
     ///
     /// The page-cache fill shows how fast pages new to the page cache came in the same rounds: recovery writes at
     /// least the log's bytes into such pages. It was meant as an upper bound on recovery, and is not one: since every
@@ -100,7 +101,7 @@ enum MaintenanceCases {
     static func recoveries(_ options: BenchmarkOptions) -> [Measurement] {
         let set = ImageSet.make(bytes: options.quick ? 16 << 20 : 256 << 20, seed: 77)  // made once, for every round
         return BenchmarkRunner.medianOfRotatingRounds(
-            "recover.256MiB", systems: RecoverySystem.allCases, named: { "\($0)" }, rounds: options.quick ? 1 : 5
+            "recover.256MiB", systems: RecoverySystem.allCases, named: { "\($0)" }, rounds: options.widerRounds
         ) { system in
             switch system {
             case .imgstore: recovery(options, set: set, reopening: .init())

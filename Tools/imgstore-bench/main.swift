@@ -144,7 +144,7 @@ if json {
 } else {
     print(
         "imgstore-bench: \(cores) cores, load average \(startLoad.map { String($0) } ?? "?") at start, "
-            + (options.quick ? "quick" : "best of \(options.repetitions) runs (puts: the median of \(options.repetitions), put.async and recover: of 5)")
+            + (options.quick ? "quick" : "best of \(options.repetitions) runs (puts: the median of \(options.repetitions), put.async and recover: of \(options.widerRounds))")
             + ", data set \(options.datasetBytes >> 20) MiB"
     )
     Report.printTable(rows)
