@@ -114,12 +114,21 @@ try? FileManager.default.createDirectory(atPath: options.directory, withIntermed
 let runStart = BenchmarkRunner.nanoseconds()
 var rows: [[String]] = []
 var notes: [String] = []
+/// MiB of freed memory the host took back while each case ran (`PageReporting`), for cases where it was any.
+var reportedPerCase: [String] = []
+let reportedAtStart = PageReporting.reportedKiB()
 for benchmark in selected {
     FileHandle.standardError.write(Data("running \(benchmark.name)…\n".utf8))
     let caseStart = BenchmarkRunner.nanoseconds()
+    let reportedBefore = PageReporting.reportedKiB()
     let measurements = benchmark.run(options)
     let caseSeconds = Double(BenchmarkRunner.nanoseconds() - caseStart) / 1e9
-    FileHandle.standardError.write(Data(String(format: "  %.1f s\n", caseSeconds).utf8))
+    var caseLine = String(format: "  %.1f s", caseSeconds)
+    if let before = reportedBefore, let after = PageReporting.reportedKiB() {
+        caseLine += ", the host took back \((after - before) >> 10) MiB of freed memory"
+        if after - before >= 1 << 10 { reportedPerCase.append("\(benchmark.name) \((after - before) >> 10)") }
+    }
+    FileHandle.standardError.write(Data((caseLine + "\n").utf8))
     if json {
         for line in Report.jsonLines(measurements) { print(line) }
         fflush(nil)
@@ -136,6 +145,14 @@ var summary = [
     "memory tier limit: \(MemoryTierLimit.description); NSCache gets the same cost limit",
     String(format: "run time: %.0f s", runSeconds),
 ]
+if let settings = PageReporting.settings() {
+    var line = "free page reporting (see PageReporting.swift): \(settings)"
+    if let start = reportedAtStart, let end = PageReporting.reportedKiB() {
+        line += "; the host took back \((end - start) >> 10) MiB of freed memory during the run"
+        if !reportedPerCase.isEmpty { line += " (MiB per case: " + reportedPerCase.joined(separator: ", ") + ")" }
+    }
+    summary.append(line)
+}
 #if DEBUG
 summary.insert("DEBUG BUILD: numbers are meaningless", at: 0)
 #endif
