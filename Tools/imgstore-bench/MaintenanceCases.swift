@@ -212,11 +212,14 @@ enum MaintenanceCases {
         init(_ start: UnsafeMutableRawPointer) { self.start = start }
     }
 
+    /// Images `images` of a set, lying back to back at `offset` in the replay's file, `bytes` long.
+    private typealias ReplaySegment = (images: Range<Int>, offset: Int, bytes: Int)
+
     /// `set`'s images cut into segments of at most 64 MiB (at least one image each), with where each segment lies in
     /// a file that holds the images back to back.
-    private static func replaySegments(_ set: ImageSet) -> [(images: Range<Int>, offset: Int, bytes: Int)] {
+    private static func replaySegments(_ set: ImageSet) -> [ReplaySegment] {
         let segmentBytes = 64 << 20
-        var segments: [(images: Range<Int>, offset: Int, bytes: Int)] = []
+        var segments: [ReplaySegment] = []
         var first = 0, offset = 0
         while first < set.count {
             var end = first, bytes = 0

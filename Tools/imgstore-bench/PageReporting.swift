@@ -6,12 +6,12 @@ import Foundation
 /// On a VM that reports free pages (this Firecracker guest: `page_reporting.page_reporting_order` on its command
 /// line), reported pages go to the host to reclaim, and the guest's next touch of a reclaimed page costs a host fault.
 /// Rows that fill much new memory (a recovery writing 256 MiB into new page-cache pages, LMDB's malloc'd dirty pages)
-/// then run slower than the same code with reporting held off, 2–5× in the runs below.
+/// then run slower than the same code with reporting held off. Measured with `--cases recover.256MiB`, one run each:
+/// imgstore's recovery 189 MB/s with `min_free_ms` 0 (the host took back about 3 GiB during the case), 444 MB/s with
+/// `min_free_ms` 60000 (6 MiB); raw LMDB's replay 143 and 663 MB/s.
 ///
 /// A case's figure is what was reported while it ran: reporting runs in the background (and after `min_free_ms`), so
-/// it is not exactly the memory that case freed. Measured with `--cases recover.256MiB`,
-/// one run each: imgstore's recovery 189 MB/s with `min_free_ms` 0 (the host took back about 3 GiB during the case),
-/// 444 MB/s with `min_free_ms` 60000 (6 MiB); raw LMDB's replay 143 and 663 MB/s.
+/// it is not exactly the memory that case freed.
 ///
 /// Only reads: the benchmark never changes these settings. The counters other than `page_reporting_order` are this
 /// VM kernel's own; each is left out of the output where the kernel does not have it.

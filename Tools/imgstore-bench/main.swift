@@ -125,8 +125,9 @@ for benchmark in selected {
     let caseSeconds = Double(BenchmarkRunner.nanoseconds() - caseStart) / 1e9
     var caseLine = String(format: "  %.1f s", caseSeconds)
     if let before = reportedBefore, let after = PageReporting.reportedKiB() {
-        caseLine += ", the host took back \((after - before) >> 10) MiB of freed memory"
-        if after - before >= 1 << 10 { reportedPerCase.append("\(benchmark.name) \((after - before) >> 10)") }
+        let mebibytes = (after - before) >> 10
+        caseLine += ", the host took back \(mebibytes) MiB of freed memory"
+        if mebibytes > 0 { reportedPerCase.append("\(benchmark.name) \(mebibytes)") }
     }
     FileHandle.standardError.write(Data((caseLine + "\n").utf8))
     if json {
