@@ -82,16 +82,16 @@ enum MaintenanceCases {
     // MARK: - Recovery
 
     /// What `recover.256MiB` measures: the default store, the opt-in `writeMap` one, the floor, the floor's
-    /// writes alone (no sync), and raw LMDB replaying the same images (a reference).
+    /// writes alone (no sync), raw LMDB replaying the same images (a reference), and LMDB's fastest load of them,
+    /// without and with `MDB_WRITEMAP` (the bound).
     enum RecoverySystem: CaseIterable {
-        case imgstore, writeMapped, floor, pageCacheFill, lmdbReplay
+        case imgstore, writeMapped, floor, pageCacheFill, lmdbReplay, appendLoad, appendLoadWriteMapped
     }
 
     /// `options.widerRounds` rotating rounds of each system (five; one in `--quick`), each system's median kept: one
     /// recovery's time moves with the host's state (how fast new page-cache pages come, how fast the disk takes them)
     /// by 2× and more from one run to the next, and the floor and raw LMDB's replay, measured in the same rounds, move
-    /// with it. With five systems, each round starts with a different one, so no system is always first after the log
-    /// is written.
+    /// with it. Each round starts with a different system, so no system is always first after the log is written.
     ///
     /// The page-cache fill shows how fast pages new to the page cache came in the same rounds: recovery writes at
     /// least the log's bytes into such pages. It was meant as an upper bound on recovery, and is not one: since every
@@ -109,6 +109,8 @@ enum MaintenanceCases {
             case .floor: copyFloor(options, synced: true)
             case .pageCacheFill: copyFloor(options, synced: false)
             case .lmdbReplay: lmdbReplay(options, set: set)
+            case .appendLoad: lmdbAppendLoad(options, set: set, writeMap: false)
+            case .appendLoadWriteMapped: lmdbAppendLoad(options, set: set, writeMap: true)
             }
         }
     }
@@ -203,6 +205,28 @@ enum MaintenanceCases {
         }
         lmdb.close()
         return oneRecovery("lmdb batched replay (reference)", bytes: totalBytes, since: t0)
+    }
+
+    /// LMDB's fastest load of the same images that we know, in the same run: the bound of recovery. Raw LMDB, opened
+    /// with `MDB_NOMETASYNC` as imgstore opens it (and with `MDB_WRITEMAP` in its second row), takes the images from
+    /// memory (no log to read), under their hashed keys sorted beforehand (untimed), in one transaction with
+    /// `MDB_APPEND` (pages filled in order, no search of the tree), synced once at its commit. Recovery writes the
+    /// same images into LMDB and does strictly more: it reads and checks the log, puts in an order it does not choose
+    /// (so LMDB searches and splits pages), writes each entry's records beside its blob, commits in the applier's
+    /// caps, and checkpoints. Where the faster of the two rows runs below a rate, recovery into LMDB does not reach it
+    /// in that run.
+    static func lmdbAppendLoad(_ options: BenchmarkOptions, set: ImageSet, writeMap: Bool) -> Measurement {
+        let directory = options.scratch("recover-append")
+        defer { options.removeScratch(directory) }
+        let order = set.urls.indices.map { (key: FilesPerEntry.hashedName(set.urls[$0]), image: $0) }.sorted { $0.key < $1.key }
+        let keys = order.map(\.key)
+        let images = order.map { set.images[$0.image] }
+        settleBeforeTiming(options)
+        let t0 = BenchmarkRunner.nanoseconds()
+        let lmdb = RawLMDB(name: "lmdb append load", path: directory + "/lmdb", writeMap: writeMap, noMetaSync: true)
+        lmdb.append(keys: keys, images: images)
+        lmdb.close()
+        return oneRecovery("lmdb sorted append load\(writeMap ? ", writemap" : "") (bound)", bytes: set.totalBytes, since: t0)
     }
 
     /// A buffer of `lmdbReplay`, written by its reader thread and read by the committing one in turn (the semaphores

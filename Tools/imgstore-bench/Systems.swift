@@ -196,6 +196,24 @@ final class RawLMDB: StoreSystem {
         Self.check(mdb_txn_commit(txn), "mdb_txn_commit")
     }
 
+    /// One write transaction putting `images` under `keys` as given (not hashed again), which must ascend, with
+    /// `MDB_APPEND`: LMDB fills pages in order without searching the tree (the recovery row's bound).
+    func append(keys: [String], images: [Data]) {
+        var txn: OpaquePointer?
+        Self.check(mdb_txn_begin(env.pointer, nil, 0, &txn), "mdb_txn_begin")
+        for (key, image) in zip(keys, images) {
+            var key = key
+            key.withUTF8 { key in
+                image.withUnsafeBytes { value in
+                    var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+                    var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+                    Self.check(mdb_put(txn, dbi, &k, &v, UInt32(MDB_APPEND)), "mdb_put(MDB_APPEND)")
+                }
+            }
+        }
+        Self.check(mdb_txn_commit(txn), "mdb_txn_commit")
+    }
+
     func get(_ url: String, thread: Int) -> Data? {
         withValue(url, thread: thread) { Data($0) }
     }

@@ -32,5 +32,6 @@ private final class TimedLogFile: LogFile {
     var preallocatedBytes: Int { base.preallocatedBytes }
     func readAll() throws(LogIOError) -> [UInt8] { try base.readAll() }
     func readAll(into buffer: inout Data) throws(LogIOError) -> Int { try base.readAll(into: &buffer) }
+    func readPrefix(_ count: Int) throws(LogIOError) -> Data { try base.readPrefix(count) }
     func close() { base.close() }
 }

@@ -38,6 +38,8 @@ package protocol LogFile: AnyObject, Sendable {
     /// (`LogEntry.put`'s image is a slice of it); a storage that such a slice still shares is
     /// copied before it is written to, as for any `Data`.
     func readAll(into buffer: inout Data) throws(LogIOError) -> Int
+    /// The file's first `count` bytes, or all of it when it is shorter, in a fresh buffer.
+    func readPrefix(_ count: Int) throws(LogIOError) -> Data
     func close()
 }
 
@@ -46,6 +48,11 @@ extension LogFile {
     package func readAll(into buffer: inout Data) throws(LogIOError) -> Int {
         buffer = Data(try readAll())
         return buffer.count
+    }
+
+    /// The whole file read and cut, for files that have nothing better.
+    package func readPrefix(_ count: Int) throws(LogIOError) -> Data {
+        Data(try readAll().prefix(count))
     }
 }
 
@@ -209,6 +216,18 @@ final class PosixLogFile: LogFile {
         }
         if let failure { throw failure }
         return count
+    }
+
+    func readPrefix(_ count: Int) throws(LogIOError) -> Data {
+        let count = min(count, try size())
+        // Uninitialised, as in `readAll(into:)`: every byte is read into before it is used.
+        guard let storage = malloc(max(count, 1)) else { throw LogIOError("allocating \(count) bytes for \(path)", code: ENOMEM) }
+        do { try read(count, into: storage) } catch {
+            free(storage)
+            throw error
+        }
+        // Only now: a `Data` of a few bytes keeps them inline and frees `storage` at once.
+        return Data(bytesNoCopy: storage, count: count, deallocator: .free)
     }
 
     private func size() throws(LogIOError) -> Int {

@@ -32,12 +32,14 @@ enum SegmentRecycler {
         return true
     }
 
-    /// Retires a checkpointed segment: kept as a spare while there are fewer than
-    /// `maxSpares`, deleted otherwise. The caller syncs the directory afterwards.
-    /// A segment that is already gone (retired by an earlier, partly failed checkpoint) is done.
-    static func retire(_ number: UInt64, in directory: String, fileSystem: any LogFileSystem) throws(LogIOError) {
+    /// Retires a checkpointed segment: kept as a spare while there are fewer than `spareLimit`
+    /// (`maxSpares` unless the caller trims later), deleted otherwise. The caller syncs the
+    /// directory afterwards. A segment that is already gone (retired by an earlier, partly
+    /// failed checkpoint) is done.
+    static func retire(_ number: UInt64, in directory: String, fileSystem: any LogFileSystem,
+                       spareLimit: Int = maxSpares) throws(LogIOError) {
         let path = directory + "/" + WALFormat.segmentName(number)
-        if try spares(in: directory, fileSystem: fileSystem).count < maxSpares {
+        if try spares(in: directory, fileSystem: fileSystem).count < spareLimit {
             do {
                 try fileSystem.rename(path, to: directory + "/" + sparePrefix + WALFormat.segmentName(number))
             } catch where error.code == ENOENT {
@@ -45,6 +47,17 @@ enum SegmentRecycler {
             }
         } else {
             try fileSystem.remove(path)
+        }
+    }
+
+    /// Deletes the spares beyond the first `maxSpares` (in name order). The log takes the
+    /// first spare when it opens a segment (`take`), so this deletes none it may be renaming.
+    /// No directory sync: a deleted spare that comes back after a
+    /// power cut is only deleted again.
+    /// - Throws: when the directory cannot be listed or a spare not deleted.
+    static func trim(in directory: String, fileSystem: any LogFileSystem) throws(LogIOError) {
+        for spare in try spares(in: directory, fileSystem: fileSystem).dropFirst(maxSpares) {
+            try fileSystem.remove(directory + "/" + spare)  // one already gone is done (`remove`)
         }
     }
 }

@@ -26,13 +26,13 @@ final class WritePath: Sendable {
     /// Metrics and the event seam (`Observability/`).
     private let counters: StoreCounters
 
+    /// Housekeeping to run after each applied batch, on the writer queue (the disk budget).
+    private let afterApply: @Sendable () -> Void
+
     /// Keeps the writer lock (taken by `DurableTier.open`), recovers the log into LMDB,
     /// checkpoints, and starts a new log.
     /// - Throws: `walCorrupt`, `storeFull` (replay needs a larger map),
     ///   `storage` and `diskFull` for I/O errors.
-    /// Housekeeping to run after each applied batch, on the writer queue (the disk budget).
-    private let afterApply: @Sendable () -> Void
-
     init(tier: DurableTier, writerLock: WriterLock, configuration: ImageStore.Configuration, counters: StoreCounters,
          changed: @escaping @Sendable ([SequencedEntry]) -> Void,
          afterApply: @escaping @Sendable () -> Void) throws(ImageStoreError) {
@@ -92,7 +92,14 @@ final class WritePath: Sendable {
             throw .storage(path: directory, detail: "listing the log: \(error)")
         }
         var unretired = segments
-        if !damaged { try Self.checkpoint(tier: tier, segments: &unretired, directory: directory, fileSystem: fileSystem) }
+        if !damaged && !unretired.isEmpty {
+            try tier.sync()
+            // Every replayed segment is kept as a spare (a rename): deleting one costs tens of
+            // milliseconds (46 ms for three of 64 MiB, ext4 with `discard`), and the open need
+            // not wait for it. The writer queue deletes those beyond `maxSpares` once the open
+            // returns (`SegmentRecycler.trim`, below).
+            try Self.retire(&unretired, directory: directory, fileSystem: fileSystem, spareLimit: .max)
+        }
         // After the replay, which may need the room (it is made only when there is plenty).
         SpaceReserve.prepare(in: directory)
 
@@ -127,6 +134,16 @@ final class WritePath: Sendable {
         relay.set(log: log) { [weak self] batch in self?.afterBatch(batch) }
         counters.events.emit(.recovered(report))
         rebuildKeyFilter()
+        if segments.count + spares.count > SegmentRecycler.maxSpares {
+            // Queued before any batch, so the spares the open kept are gone before the
+            // applier's first checkpoint, and before `close` returns.
+            let fileSystem = self.fileSystem
+            tier.writer.async {
+                counters.events.attempt(.checkpoint) { () throws(LogIOError) in
+                    try SegmentRecycler.trim(in: directory, fileSystem: fileSystem)
+                }
+            }
+        }
     }
 
     /// Builds the key filter afresh (`KeyFilter`) from the pending keys and one LMDB snapshot
@@ -378,7 +395,7 @@ final class WritePath: Sendable {
         }
         var unretired = segments
         do {
-            try Self.checkpoint(tier: tier, segments: &unretired, directory: directory, fileSystem: fileSystem)
+            try Self.retire(&unretired, directory: directory, fileSystem: fileSystem)
         } catch {
             log.putBack(unretired)
             counters.log.checkpointFailures.wrappingAdd(1, ordering: .relaxed)
@@ -387,15 +404,16 @@ final class WritePath: Sendable {
         counters.log.checkpoints.wrappingAdd(1, ordering: .relaxed)
     }
 
-    /// LMDB synced (meta page included), then the segments retired, then the directory synced.
+    /// Retires `segments` (kept as spares or deleted), then syncs the directory: a checkpoint's
+    /// second half. The caller synced LMDB (meta page included) first, once: a second
+    /// `mdb_env_sync` here cost every checkpoint another `fdatasync` with nothing to write.
     /// `segments` keeps those not yet retired when it throws.
-    private static func checkpoint(tier: DurableTier, segments: inout [UInt64], directory: String,
-                                   fileSystem: any LogFileSystem) throws(ImageStoreError) {
+    private static func retire(_ segments: inout [UInt64], directory: String, fileSystem: any LogFileSystem,
+                               spareLimit: Int = SegmentRecycler.maxSpares) throws(ImageStoreError) {
         guard !segments.isEmpty else { return }
-        try tier.sync()
         do {
             while let number = segments.first {
-                try SegmentRecycler.retire(number, in: directory, fileSystem: fileSystem)
+                try SegmentRecycler.retire(number, in: directory, fileSystem: fileSystem, spareLimit: spareLimit)
                 segments.removeFirst()
             }
             try fileSystem.syncDirectory(directory)

@@ -43,4 +43,22 @@ import Testing
             #expect(try first.readAll() == long)
         }
     }
+
+    /// `readPrefix` gives the file's first bytes, or all of a shorter file. Files of a few bytes
+    /// (a log truncated in a test, or by a crash) count: a `Data` that small keeps its bytes
+    /// inline and frees the buffer it was given at once, so reading into that buffer after
+    /// wrapping it wrote into freed memory and returned garbage (found by
+    /// `LogRecoveryTests.truncatingTheLogAtEveryOffset…` as a corrupted heap).
+    @Test(arguments: [0, 1, 5, 14, 15, 16, 100, 10_000])
+    func readPrefixGivesTheFirstBytesOfAFileOfAnySize(size: Int) throws {
+        try withTemporaryDirectory { directory throws in
+            let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 29 &+ 3) }
+            try Self.write(bytes, to: directory + "/file")
+            let file = try PosixLogFileSystem().open(directory + "/file", preallocate: 0)
+            defer { file.close() }
+            #expect(try file.readPrefix(8) == Data(bytes.prefix(8)))
+            #expect(try file.readPrefix(size + 1) == Data(bytes))
+            #expect(try file.readPrefix(4_096) == Data(bytes.prefix(4_096)))
+        }
+    }
 }
