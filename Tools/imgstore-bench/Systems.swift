@@ -196,8 +196,8 @@ final class RawLMDB: StoreSystem {
         Self.check(mdb_txn_commit(txn), "mdb_txn_commit")
     }
 
-    /// One write transaction putting `images` under `keys` as given (not hashed again), which must ascend, with
-    /// `MDB_APPEND`: LMDB fills pages in order without searching the tree (the recovery row's bound).
+    /// One write transaction putting `images` under `keys` as given (not hashed again), which must ascend past every
+    /// key stored, with `MDB_APPEND`: LMDB fills pages in order without searching the tree (the recovery row's bound).
     func append(keys: [String], images: [Data]) {
         var txn: OpaquePointer?
         Self.check(mdb_txn_begin(env.pointer, nil, 0, &txn), "mdb_txn_begin")

@@ -67,6 +67,13 @@ struct LogRecovery {
     /// and released: segments then alternate between two buffers, and a buffer is read into
     /// again only after the batches cut from it are gone. Without it, one buffer serves.
     /// (Were a slice still alive, the read would copy the buffer first, as `Data` does.)
+    ///
+    /// With `awaitApplied`, the first segment's head (`headBytes`) is read first, on its own,
+    /// and the records it holds whole are given to `apply` before the segment is read whole
+    /// (`replayHead`); their images are slices of the head. Those records may then be applied
+    /// before damage later in that segment refuses the open (`walCorrupt`), as an earlier
+    /// segment's are before damage in a later one: LMDB holds a prefix of the log either way,
+    /// and the next open (or the salvage) goes on after it.
     /// - Returns: the report and the last valid sequence number (0 for an empty log).
     /// - Throws: `walCorrupt` for damage followed by valid records (unless salvaging);
     ///   `storage` for I/O errors; what `apply` throws.

@@ -24,12 +24,20 @@ enum SegmentRecycler {
         }
     }
 
-    /// Renames a spare file to `path`; returns false when there is none.
+    /// Renames a spare file to `path`; returns false when there is none. A spare that `trim`
+    /// deleted between the listing and the rename (the writer queue trims while the log's
+    /// leader rolls) is passed over for the next.
     /// - Throws: when the directory cannot be listed or the rename fails.
     static func take(in directory: String, fileSystem: any LogFileSystem, as path: String) throws(LogIOError) -> Bool {
-        guard let spare = try spares(in: directory, fileSystem: fileSystem).first else { return false }
-        try fileSystem.rename(directory + "/" + spare, to: path)
-        return true
+        while let spare = try spares(in: directory, fileSystem: fileSystem).first {
+            do {
+                try fileSystem.rename(directory + "/" + spare, to: path)
+                return true
+            } catch where error.code == ENOENT && !FileManager.default.fileExists(atPath: directory + "/" + spare) {
+                continue
+            }
+        }
+        return false
     }
 
     /// Retires a checkpointed segment: kept as a spare while there are fewer than `spareLimit`
@@ -50,10 +58,10 @@ enum SegmentRecycler {
         }
     }
 
-    /// Deletes the spares beyond the first `maxSpares` (in name order). The log takes the
-    /// first spare when it opens a segment (`take`), so this deletes none it may be renaming.
-    /// No directory sync: a deleted spare that comes back after a
-    /// power cut is only deleted again.
+    /// Deletes the spares beyond the first `maxSpares` (in name order), as listed once. The
+    /// log's leader may take spares meanwhile (`take`, the first listed), and the list it sees
+    /// shrinks as this deletes: `take` passes over a spare deleted under it. No directory sync:
+    /// a deleted spare that comes back after a power cut is only deleted again.
     /// - Throws: when the directory cannot be listed or a spare not deleted.
     static func trim(in directory: String, fileSystem: any LogFileSystem) throws(LogIOError) {
         for spare in try spares(in: directory, fileSystem: fileSystem).dropFirst(maxSpares) {

@@ -130,6 +130,8 @@
 //   by W3. Tests: `LogStaleWatermarkTests`.
 // 5. Then a checkpoint: LMDB is synced (`mdb_env_sync(env, 1)`), the replayed segments are
 //    recycled or deleted, the directory is fsynced, and a fresh segment continues the sequence.
+//    With room on the disk every replayed segment is kept as a spare, and the writer queue
+//    deletes those beyond `SegmentRecycler.maxSpares` after the open (`SegmentRecycler.trim`).
 //
 // ## Checkpoint (on a size policy, on close, and on demand)
 // Apply everything written, `mdb_env_sync(env, 1)` (LMDB runs with `MDB_NOMETASYNC`, so its

@@ -75,9 +75,11 @@ final class WritePath: Sendable {
             return result
         }
         var (report, lastSequence): (RecoveryReport, UInt64)
+        var replayFoundTheDiskFull = false
         do {
             (report, lastSequence) = try replay()
         } catch .diskFull {
+            replayFoundTheDiskFull = true
             // An entry logged as the disk filled: what the store keeps on disk that holds no
             // data (the space reserve, spare segments) gives it room; replay is idempotent.
             let freed = try Self.freeSpaceForReplay(in: directory, fileSystem: fileSystem)
@@ -92,13 +94,17 @@ final class WritePath: Sendable {
             throw .storage(path: directory, detail: "listing the log: \(error)")
         }
         var unretired = segments
+        // With room to spare, every replayed segment is kept as a spare (a rename): deleting
+        // one costs tens of milliseconds (46 ms for three of 64 MiB, ext4 with `discard`), and
+        // the open need not wait for it. The writer queue deletes those beyond `maxSpares` once
+        // the open returns (`SegmentRecycler.trim`, below). On a disk short of room they go at
+        // once, as before: puts and the space reserve need the room now.
+        let roomy = !replayFoundTheDiskFull
+            && FileSystem.availableBytes(at: directory) ?? 0 >= segments.count * configuration.logSegmentBytes + 4 * SpaceReserve.byteCount
         if !damaged && !unretired.isEmpty {
             try tier.sync()
-            // Every replayed segment is kept as a spare (a rename): deleting one costs tens of
-            // milliseconds (46 ms for three of 64 MiB, ext4 with `discard`), and the open need
-            // not wait for it. The writer queue deletes those beyond `maxSpares` once the open
-            // returns (`SegmentRecycler.trim`, below).
-            try Self.retire(&unretired, directory: directory, fileSystem: fileSystem, spareLimit: .max)
+            try Self.retire(&unretired, directory: directory, fileSystem: fileSystem,
+                            spareLimit: roomy ? .max : SegmentRecycler.maxSpares)
         }
         // After the replay, which may need the room (it is made only when there is plenty).
         SpaceReserve.prepare(in: directory)

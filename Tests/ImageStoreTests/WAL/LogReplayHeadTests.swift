@@ -66,7 +66,6 @@ import Testing
                 #expect(data == Self.image(Int(entry.sequence) - 1) && record.url == Self.url(Int(entry.sequence) - 1))
             }
             #expect(report.recordsReplayed == Self.count)
-            #expect(report.replayTransactions == batches.count)
             #expect(report.segmentsRead == 1)
         }
     }
