@@ -181,33 +181,26 @@ final class RawLMDB: StoreSystem {
 
     /// One write transaction for the batch, committed (and, with default flags, synced) once.
     func putBatch(_ urls: ArraySlice<String>, _ images: ArraySlice<Data>, thread: Int) {
-        var txn: OpaquePointer?
-        Self.check(mdb_txn_begin(env.pointer, nil, 0, &txn), "mdb_txn_begin")
-        for (url, image) in zip(urls, images) {
-            var url = hashedKeys ? FilesPerEntry.hashedName(url) : url
-            url.withUTF8 { key in
-                image.withUnsafeBytes { value in
-                    var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
-                    var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
-                    Self.check(mdb_put(txn, dbi, &k, &v, 0), "mdb_put")
-                }
-            }
-        }
-        Self.check(mdb_txn_commit(txn), "mdb_txn_commit")
+        write(zip(urls, images).lazy.map { (self.hashedKeys ? FilesPerEntry.hashedName($0) : $0, $1) }, flags: 0)
     }
 
     /// One write transaction putting `images` under `keys` as given (not hashed again), which must ascend past every
     /// key stored, with `MDB_APPEND`: LMDB fills pages in order without searching the tree (the recovery row's bound).
     func append(keys: [String], images: [Data]) {
+        write(zip(keys, images), flags: UInt32(MDB_APPEND))
+    }
+
+    /// One write transaction putting each (key, value) of `pairs` with `mdb_put` flags `flags`, then committing.
+    private func write<Pairs: Sequence<(String, Data)>>(_ pairs: Pairs, flags: UInt32) {
         var txn: OpaquePointer?
         Self.check(mdb_txn_begin(env.pointer, nil, 0, &txn), "mdb_txn_begin")
-        for (key, image) in zip(keys, images) {
+        for (key, image) in pairs {
             var key = key
             key.withUTF8 { key in
                 image.withUnsafeBytes { value in
                     var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
                     var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
-                    Self.check(mdb_put(txn, dbi, &k, &v, UInt32(MDB_APPEND)), "mdb_put(MDB_APPEND)")
+                    Self.check(mdb_put(txn, dbi, &k, &v, flags), "mdb_put")
                 }
             }
         }
