@@ -43,7 +43,9 @@ package final class Environment: Sendable {
     private let currentMapSize: LockedValue<Int>
     private let identity: FileIdentity
     /// LMDB's page size for this file (the OS page size when it was created).
-    private let pageSize: Int
+    let pageSize: Int
+    /// The read transaction that holds the checkpointed snapshot (`MetaPages.swift`), or nil.
+    let pin = LockedValue<PinnedSnapshot?>(nil)
 
     private init(handle: OpaquePointer, lockFile: LockFile?, path: String, options: EnvironmentOptions, identity: FileIdentity) {
         self.storedHandle = handle
@@ -74,6 +76,7 @@ package final class Environment: Sendable {
         // still holds LMDB's locks and reader slots.
         Environment.registry.withLock { open in
             readers.drain()  // LMDB closes an environment only with every transaction ended
+            unpin()
             if let storedHandle { mdb_env_close(storedHandle) }
             lockFile?.close()  // after mdb_env_close: closing it earlier would drop LMDB's lock
             if open[identity]?.environment == nil { open[identity] = nil }
@@ -86,7 +89,7 @@ package final class Environment: Sendable {
 
     /// The open `MDB_env*`.
     /// - Throws: `LMDBError.lost` once a reopen failed, instead of using a freed environment.
-    private var handle: OpaquePointer {
+    var handle: OpaquePointer {
         get throws(LMDBError) {
             guard let storedHandle else { throw LMDBError.lost }
             return storedHandle
@@ -113,6 +116,9 @@ package final class Environment: Sendable {
                     guard let existing = entry.environment else { return nil }  // closing: wait for it
                     if existing.holdsDataFile(at: path) { return existing }
                 }
+                // No environment of this process has the file open: restoring the meta pages
+                // cannot pull them from under one.
+                if let checkpoint = options.checkpoint { try restore(checkpoint, directory: path) }
                 let environment = try makeEnvironment(path: path, options: options, identity: identity)
                 open[identity] = WeakEnvironment(environment: environment)
                 return environment
@@ -320,6 +326,9 @@ package final class Environment: Sendable {
             guard try lockFile.otherHolder() == nil else { throw LMDBError.busy }
             let mapSize = currentMapSize.withLock { $0 }
             readers.drain()  // no read runs (the gate is exclusive), so every kept one is in the pool
+            // The new file is a synced copy: the caller checkpoints it (`checkpoint`) to
+            // allow unsynced commits again; until then they sync, as the new handle's flags say.
+            unpin()
             mdb_env_close(try handle)
             storedHandle = nil
             var failure: (any Error)?
@@ -598,8 +607,8 @@ package struct EnvironmentStatistics: Sendable, Hashable {
 
 /// A directory's identity, independent of how its path is spelled.
 package struct FileIdentity: Hashable, Sendable {
-    var device: UInt64
-    var inode: UInt64
+    package var device: UInt64
+    package var inode: UInt64
 
     /// The identity of the file or directory at `path`, or nil when it cannot be stat'ed.
     package init?(path: String) {
@@ -608,7 +617,7 @@ package struct FileIdentity: Hashable, Sendable {
         self.init(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
     }
 
-    init(device: UInt64, inode: UInt64) {
+    package init(device: UInt64, inode: UInt64) {
         self.device = device
         self.inode = inode
     }

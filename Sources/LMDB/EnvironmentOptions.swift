@@ -20,14 +20,19 @@ package struct EnvironmentOptions: Sendable, Hashable {
     /// Clear reader slots of dead processes when opening (`mdb_reader_check`). Off only for
     /// tools that show the reader table as it is (`imgstore-admin readers`).
     package var clearsStaleReaders = true
+    /// The meta pages of the last checkpoint (`MetaPages.swift`), given only by an opener that
+    /// holds the store's writer lock: when the data file's meta pages differ from them and no
+    /// other process has the environment open, `Environment.open` writes them back first.
+    package var checkpoint: MetaPages?
     /// Permissions of files LMDB creates.
     package var fileMode: UInt32 = 0o644
 
     package init() {}
 
     /// The `mdb_env_open` flags. `MDB_NOTLS` always (read transactions are not tied to a
-    /// thread, so a pool of threads can share reader slots), `MDB_NOSYNC` never: without
-    /// it a system crash can corrupt the file.
+    /// thread, so a pool of threads can share reader slots). Never `MDB_NOSYNC` at open: a
+    /// commit without a sync is safe only once a checkpoint pins its snapshot and keeps its
+    /// meta pages (`Environment.checkpoint`), which turns it on.
     var flags: UInt32 {
         var flags = UInt32(MDB_NOTLS_FLAG)
         if writeMap { flags |= UInt32(MDB_WRITEMAP_FLAG) }

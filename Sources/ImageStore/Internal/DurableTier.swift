@@ -28,10 +28,20 @@ final class DurableTier: Sendable {
     /// page of a tree is damaged, so a commit may fail); nil while writes are taken. See
     /// DurableTier+WriteCheck.swift.
     let writeRefusal = LockedValue<ImageStoreError?>(nil)
+    /// The meta pages `CheckpointFile` holds (what the last checkpoint kept), nil before the first.
+    private let checkpoint: LockedValue<MetaPages?>
+    /// Whether `sync` keeps checkpoints, so commits between them skip their sync
+    /// (`LMDB/MetaPages.swift`): a writer whose reader table has room for the pin.
+    private let keepsCheckpoints: Bool
+    /// The fewest reader slots (`Configuration.maxReaders`) with which the writer spends one on
+    /// pinning the checkpointed snapshot; with fewer, every commit syncs its pages.
+    static let minimumReadersForCheckpoints = 8
 
     private init(environment: Environment, path: String, maxMapSize: Int, databases: [Database],
-                 keyHasher: (@Sendable (String) -> [UInt8])?) {
+                 keyHasher: (@Sendable (String) -> [UInt8])?, checkpoint: MetaPages?, keepsCheckpoints: Bool) {
         self.environment = environment
+        self.checkpoint = LockedValue(checkpoint)
+        self.keepsCheckpoints = keepsCheckpoints
         self.isReadOnly = environment.options.readOnly
         self.path = path
         self.maxMapSize = maxMapSize
@@ -66,6 +76,11 @@ final class DurableTier: Sendable {
         // opening the databases) runs, before this.
         let writerLock = readOnly ? nil : try WriterLock(directory: path)
         if dataFile == .blank { try StoreCreation.discardBlankDataFile(in: path) }
+        // The last checkpoint's meta pages, for the open to go back to when the last writer
+        // stopped after commits it did not sync (`LMDB/MetaPages.swift`, rule 3). Only under
+        // the writer lock: a read-only open takes it for the open when no writer holds it.
+        let checkpoint = isNew ? nil : try CheckpointFile.load(in: path)
+        let restoringLock = readOnly && checkpoint != nil ? WriterLock.probe(directory: path) : nil
         var options = EnvironmentOptions()
         options.initialMapSize = configuration.initialMapSize
         options.maxMapSize = max(configuration.maxMapSize, configuration.initialMapSize)
@@ -73,11 +88,15 @@ final class DurableTier: Sendable {
         options.writeMap = configuration.writeMap
         options.readOnly = readOnly
         // The log's checkpoint syncs LMDB explicitly (`mdb_env_sync(env, 1)`) before it drops
-        // any record, so commits need not sync the meta page; never MDB_NOSYNC.
+        // any record, so commits need not sync the meta page. Not MDB_NOSYNC at the open: only
+        // a checkpoint that keeps its meta pages and pins its snapshot turns it on (`sync`).
         options.noMetaSync = !readOnly
+        if writerLock != nil || restoringLock != nil { options.checkpoint = checkpoint }
         let environment: Environment
         do {
-            environment = try Environment.open(path: path, options: options)
+            environment = try withExtendedLifetime(restoringLock) { () throws(LMDBError) in
+                try Environment.open(path: path, options: options)
+            }
         } catch LMDBError.invalid {
             throw .corruptStore(path: path, detail: "data.mdb is not a valid LMDB file")
         } catch LMDBError.accessDenied {
@@ -91,6 +110,11 @@ final class DurableTier: Sendable {
                 if readOnly { throw StoreCreation.unfinished(path: path) }
                 isNew = true
             }
+            var kept = checkpoint
+            if !readOnly && !isNew {
+                try Self.checkpoint(environment, path: path, maxMapSize: options.maxMapSize, kept: &kept,
+                               keepsCheckpoints: configuration.maxReaders >= minimumReadersForCheckpoints)
+            }
             let databases: [Database]
             if readOnly {
                 databases = try environment.read { txn in try openDatabases(txn, isNew: isNew, readOnly: readOnly, path: path) }
@@ -99,7 +123,8 @@ final class DurableTier: Sendable {
             }
             if isNew { try StoreCreation.makeDurable(environment, path: path, fileSystem: configuration.logFileSystem) }
             let tier = DurableTier(environment: environment, path: path, maxMapSize: options.maxMapSize,
-                                   databases: databases, keyHasher: configuration.keyHasher)
+                                   databases: databases, keyHasher: configuration.keyHasher,
+                                   checkpoint: kept, keepsCheckpoints: !readOnly && configuration.maxReaders >= minimumReadersForCheckpoints)
             if !readOnly { try tier.checkStructure() }
             return (tier, writerLock)
         } catch {
@@ -120,6 +145,7 @@ final class DurableTier: Sendable {
             try txn.put(meta, key: StoreFormat.formatKey, value: StoreFormat.formatRecord)
         } else {
             try checkFormat(txn.get(meta, key: StoreFormat.formatKey), txn, path: path)
+            if !readOnly { try upgradeFormat(txn, meta: meta) }
         }
         do {
             let entries = try txn.openDatabase(named: StoreFormat.entriesDatabase, create: !readOnly)
@@ -130,6 +156,17 @@ final class DurableTier: Sendable {
             return [meta, entries, blobs, expiry, access, quarantine]
         } catch LMDBError.notFound {
             throw ImageStoreError.corruptStore(path: path, detail: "one of its databases (entries, blobs, expiry, access, quarantine) is missing")
+        }
+    }
+
+    /// Writes this build's format record over an older one (checked by `checkFormat`), so
+    /// that older builds refuse the store from now on (`StoreFormat.swift`, version 2).
+    private static func upgradeFormat(_ txn: borrowing Transaction, meta: Database) throws {
+        let version = try txn.get(meta, key: StoreFormat.formatKey).flatMap {
+            ByteReader(bytes: $0).integer(at: StoreFormat.magic.count, as: UInt32.self)
+        }
+        if let version, version < StoreFormat.version {
+            try txn.put(meta, key: StoreFormat.formatKey, value: StoreFormat.formatRecord)
         }
     }
 
@@ -254,11 +291,65 @@ final class DurableTier: Sendable {
         try txn.put(meta, key: StoreFormat.appliedSequenceKey, value: Self.encode(last))
     }
 
-    /// Makes every committed transaction durable, meta page included (`mdb_env_sync(env, 1)`).
+    /// Makes every committed transaction durable, meta page included (`mdb_env_sync(env, 1)`):
+    /// a checkpoint of LMDB. Then, for a writer that keeps checkpoints (`LMDB/MetaPages.swift`),
+    /// keeps the meta pages in `CheckpointFile` (when they changed), pins the snapshot and lets
+    /// commits skip their sync until the next one. On the writer queue (or before it runs
+    /// anything, at the open), so no commit comes between the sync and the pin.
+    /// - Throws: `storage` (and what a failed sync maps to). After a throw commits go on
+    ///   unsynced only if an earlier checkpoint allowed it, still protected by its pin and file.
     func sync() throws(ImageStoreError) {
+        var kept = checkpoint.withLock { $0 }
+        defer { checkpoint.withLock { $0 = kept } }
+        try Self.checkpoint(environment, path: path, maxMapSize: maxMapSize, kept: &kept, keepsCheckpoints: keepsCheckpoints)
+    }
+
+    /// `sync`'s work, also run by a writable open before its first commit (a pin of the last
+    /// writer's checkpoint ended with its process). `kept` is what `CheckpointFile` holds.
+    ///
+    /// Invariant: the file exists only while the snapshot it names is pinned by the writer, or
+    /// while no commit has come after it. So a writer that cannot pin (no reader slot, or it
+    /// does not keep checkpoints) syncs and removes the file before it commits again, and the
+    /// file is saved before the pin moves (a failed save leaves the old pin on the old file).
+    static func checkpoint(_ environment: Environment, path: String, maxMapSize: Int, kept: inout MetaPages?,
+                           keepsCheckpoints: Bool) throws(ImageStoreError) {
         do { try environment.sync(force: true) } catch {
             throw .from(error, path: path, operation: "syncing LMDB", maxMapSize: maxMapSize)
         }
+        do {
+            guard keepsCheckpoints else {
+                if kept != nil { try forgetCheckpoint(environment, path: path, kept: &kept) }
+                return
+            }
+            let pages = try environment.metaPages()
+            if kept != pages {
+                try CheckpointFile.save(pages, in: path)
+                kept = pages
+            }
+            do {
+                try environment.pinNewestSnapshot(expecting: pages.newestTransaction)
+            } catch LMDBError.readersFull {
+                try forgetCheckpoint(environment, path: path, kept: &kept)
+                return
+            }
+            try environment.setUnsyncedCommits(true)
+        } catch let error as ImageStoreError {
+            throw error
+        } catch {
+            throw .from(error, path: path, operation: "checkpointing LMDB", maxMapSize: maxMapSize)
+        }
+    }
+
+    /// Commits sync again, and the checkpoint file goes (durably): LMDB was just synced, so
+    /// its newest state is whole on disk and nothing need be restored after a crash.
+    private static func forgetCheckpoint(_ environment: Environment, path: String, kept: inout MetaPages?) throws {
+        try environment.setUnsyncedCommits(false)
+        let file = CheckpointFile.path(in: path)
+        guard unlink(file) == 0 || errno == ENOENT else {
+            throw ImageStoreError.storage(path: path, detail: "removing \(CheckpointFile.fileName): \(String(cString: strerror(errno)))")
+        }
+        try FileSystem.sync(path)
+        kept = nil
     }
 
     /// Bytes the map can still take: what it may grow to, minus pages in use, plus pages on

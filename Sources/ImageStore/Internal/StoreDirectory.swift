@@ -6,7 +6,8 @@ import Glibc
 /// Checks on the store directory before LMDB sees it, so each problem gets its own message.
 enum StoreDirectory {
     /// The files LMDB and the store keep in a store directory (besides the log).
-    static let storeFiles: Set<String> = ["data.mdb", "lock.mdb", "writer.lock", SpaceReserve.fileName]
+    static let storeFiles: Set<String> = ["data.mdb", "lock.mdb", "writer.lock", SpaceReserve.fileName,
+                                          CheckpointFile.fileName, CheckpointFile.fileName + ".new"]
 
     /// Makes sure `path` is a writable directory, creating it (and its parents) when missing.
     /// Directories it creates are made durable (each parent is fsynced), so a power cut cannot

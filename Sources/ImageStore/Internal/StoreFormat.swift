@@ -1,4 +1,4 @@
-// # imgstore on-disk format, version 1
+// # imgstore on-disk format, version 2
 //
 // A store is a directory:
 //
@@ -8,6 +8,8 @@
 //   wal-synced           the log's synced watermark (log format version 2 and later)
 //   space.reserve        allocated room the writer gives back when the disk is full (`SpaceReserve.swift`)
 //   writer.lock          flock'ed by the one process that writes; holds its pid
+//   lmdb-checkpoint      data.mdb's meta pages as the last checkpoint left them (version 2;
+//                        `CheckpointFile.swift`, and `LMDB/MetaPages.swift` for why)
 //
 // ## LMDB databases
 //
@@ -90,6 +92,11 @@
 //
 // A directory is a store when its LMDB environment holds a `meta` database whose `format`
 // record starts with `IMGSTORE`. A newer version than `StoreFormat.version` is refused.
+// Version 2: the writer commits without syncing between checkpoints and keeps
+// `lmdb-checkpoint`, which an open uses to go back to the last checkpoint after a crash.
+// A writer of version 1 would commit without keeping that file's snapshot intact, so the
+// first writable open of this build writes version 2 into a version 1 store (in its first
+// transaction, synced), and builds of version 1 then refuse the store.
 //
 // ## Creation (`StoreCreation.swift`)
 //
@@ -103,7 +110,7 @@
 /// Constants of the on-disk format described above.
 enum StoreFormat {
     /// The version this build writes and the newest it reads.
-    static let version: UInt32 = 1
+    static let version: UInt32 = 2
     static let magic: [UInt8] = Array("IMGSTORE".utf8)
 
     static let metaDatabase = "meta"

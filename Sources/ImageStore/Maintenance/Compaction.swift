@@ -159,6 +159,8 @@ extension ImageStore {
         // Invariant: LMDB numbers databases in the order they are opened, so the
         // handles the store holds are valid for the new file.
         precondition(reopened == expected, "database handles changed across compaction")
+        // The new file's checkpoint: until it is kept and pinned, commits sync.
+        try tier.sync()
     }
 
     private static func fileBytes(_ path: String) -> Int { FileSystem.allocatedBytes(atPath: path + "/data.mdb") ?? 0 }

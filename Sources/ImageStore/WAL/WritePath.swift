@@ -101,7 +101,9 @@ final class WritePath: Sendable {
         // once, as before: puts and the space reserve need the room now.
         let roomy = !replayFoundTheDiskFull
             && FileSystem.availableBytes(at: directory) ?? 0 >= segments.count * configuration.logSegmentBytes + 4 * SpaceReserve.byteCount
-        if !damaged && !unretired.isEmpty {
+        if !damaged {
+            // Always, even with nothing replayed: the checkpoint pins its snapshot, after which
+            // the applier's commits skip their sync (`LMDB/MetaPages.swift`).
             try tier.sync()
             try Self.retire(&unretired, directory: directory, fileSystem: fileSystem,
                             spareLimit: roomy ? .max : SegmentRecycler.maxSpares)
@@ -336,10 +338,18 @@ final class WritePath: Sendable {
             if let last, last.lastSequence <= applied { segments.append(last.number) }
             // What is not retired stays on disk, below applied-seq: the next open skips it.
             counters.events.attempt(.closing) { () throws(ImageStoreError) in
-                try ImageStoreError.rethrowing(path: directory, operation: "checkpointing on close") { try tier.writer.sync { try checkpoint(segments) } }
+                try ImageStoreError.rethrowing(path: directory, operation: "checkpointing on close") { try tier.writer.sync { try checkpointClosing(segments) } }
             }
         }
         lock.withLock { $0 = nil }
+    }
+
+    /// The checkpoint of `close`: `segments`, and LMDB even when there are none, for the commits
+    /// outside the log (access times, evictions, sweeps) since the last checkpoint, which the
+    /// next open would otherwise roll back (`LMDB/MetaPages.swift`).
+    private func checkpointClosing(_ segments: [UInt64]) throws(ImageStoreError) {
+        try checkpoint(segments)
+        if segments.isEmpty && !tier.isRefusingWrites { try tier.sync() }
     }
 
     /// Stops without I/O on the calling thread, for `ImageStore.deinit`: the log stops taking
@@ -349,7 +359,11 @@ final class WritePath: Sendable {
     func detach(then: @escaping @Sendable () -> Void) {
         log.detach()
         let lock = self.lock
+        let (tier, counters) = (self.tier, self.counters)
         tier.writer.async {
+            // LMDB as applied so far, kept (what is not applied stays in the log): otherwise the
+            // next open rolls back to the last checkpoint, and commits outside the log are lost.
+            if !tier.isRefusingWrites { counters.events.attempt(.closing) { () throws(ImageStoreError) in try tier.sync() } }
             lock.withLock { $0 = nil }
             then()
         }

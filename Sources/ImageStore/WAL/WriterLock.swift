@@ -11,6 +11,27 @@ final class WriterLock: Sendable {
     private let fd: Int32
     /// Seconds the lock looked held before it was taken (0 when it was free at once).
     let waitedSeconds: Double
+    /// Whether the file holds this process's pid (not for a lock taken by `probe`).
+    private let wrotePid: Bool
+
+    /// The lock taken at once and without writing, for a read-only opener that restores a
+    /// checkpoint (`DurableTier.open`): nil when a writer holds it, or when there is no lock
+    /// file to take (no writer ever ran).
+    static func probe(directory: String) -> WriterLock? {
+        let fd = open(directory + "/" + fileName, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            return nil
+        }
+        return WriterLock(fd: fd)
+    }
+
+    private init(fd: Int32) {
+        self.fd = fd
+        waitedSeconds = 0
+        wrotePid = false
+    }
 
     /// Takes the lock, or throws `writerLocked` naming the pid that holds it.
     init(directory: String) throws(ImageStoreError) {
@@ -39,6 +60,7 @@ final class WriterLock: Sendable {
         _ = pid.withCString { pwrite(fd, $0, strlen($0), 0) }
         self.fd = fd
         waitedSeconds = retried ? Date().timeIntervalSince(started) : 0
+        wrotePid = true
     }
 
     /// Who holds the lock, for the error: "pid N", or why that is unknown.
@@ -51,7 +73,7 @@ final class WriterLock: Sendable {
     }
 
     deinit {
-        ftruncate(fd, 0)
+        if wrotePid { ftruncate(fd, 0) }
         close(fd)  // releases the flock
     }
 }

@@ -1,0 +1,85 @@
+import Foundation
+import LMDB
+
+/// The file `lmdb-checkpoint`: the meta pages of `data.mdb` as the writer's last checkpoint made
+/// them durable (`LMDB/MetaPages.swift` says why the writer keeps them and how an open uses them).
+///
+/// Format (integers little-endian), 560 bytes:
+///
+/// | offset | size | field                                                    |
+/// |--------|------|----------------------------------------------------------|
+/// | 0      | 8    | `IMGLMCKP`                                               |
+/// | 8      | 8    | device of the data file the pages belong to              |
+/// | 16     | 8    | inode of that data file                                  |
+/// | 24     | 4    | LMDB's page size                                         |
+/// | 28     | 4    | bytes kept per meta page, P (`MetaPages.prefixBytes`)    |
+/// | 32     | 2P   | the first P bytes of meta page 0, then of meta page 1    |
+/// | 32+2P  | 8    | XXH3-64 of everything before it                          |
+///
+/// It is replaced whole (written beside, synced, renamed over, directory synced), so a reader
+/// finds the old file or the new one, never a mix.
+enum CheckpointFile {
+    static let fileName = "lmdb-checkpoint"
+    private static let magic = Array("IMGLMCKP".utf8)
+    private static var byteCount: Int { 32 + 2 * MetaPages.prefixBytes + 8 }
+
+    static func path(in directory: String) -> String { directory + "/" + fileName }
+
+    /// The pages the file keeps, or nil when there is none (a store no writer of format
+    /// version 2 has checkpointed yet).
+    /// - Throws: `corruptStore` when the file cannot be read or is damaged: LMDB's newest meta
+    ///   page may then point to pages a power cut lost, and nothing says where to go back to.
+    static func load(in directory: String) throws(ImageStoreError) -> MetaPages? {
+        let path = path(in: directory)
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch CocoaError.fileReadNoSuchFile {
+            return nil
+        } catch {
+            throw .corruptStore(path: directory, detail: "\(fileName) cannot be read (\((error as NSError).localizedDescription))")
+        }
+        let pages: MetaPages? = data.withUnsafeBytes { raw in
+            let reader = ByteReader(bytes: raw)
+            guard raw.count == byteCount, raw.prefix(8).elementsEqual(magic),
+                  reader.integer(at: 24, as: UInt32.self).map(Int.init) ?? 0 >= MetaPages.prefixBytes,
+                  reader.integer(at: 28, as: UInt32.self) == UInt32(MetaPages.prefixBytes),
+                  reader.integer(at: byteCount - 8, as: UInt64.self) == Checksum.xxh3(raw.baseAddress, byteCount - 8)
+            else { return nil }
+            return MetaPages(
+                dataFile: FileIdentity(device: reader.integer(at: 8)!, inode: reader.integer(at: 16)!),
+                pageSize: Int(reader.integer(at: 24, as: UInt32.self)!),
+                bytes: Array(raw[32..<(32 + 2 * MetaPages.prefixBytes)]))
+        }
+        guard let pages else {
+            throw .corruptStore(path: directory, detail: "\(fileName) is damaged, so a crash of the last writer cannot be undone safely; `imgstore-admin verify --repair` rebuilds the data file from what it can read")
+        }
+        return pages
+    }
+
+    /// Makes `pages` the file's content, durably, replacing the old one.
+    /// - Throws: `storage` naming the step that failed.
+    static func save(_ pages: MetaPages, in directory: String) throws(ImageStoreError) {
+        var bytes = magic
+        bytes.reserveCapacity(byteCount)
+        withUnsafeBytes(of: pages.dataFile.device.littleEndian) { bytes += $0 }
+        withUnsafeBytes(of: pages.dataFile.inode.littleEndian) { bytes += $0 }
+        withUnsafeBytes(of: UInt32(pages.pageSize).littleEndian) { bytes += $0 }
+        withUnsafeBytes(of: UInt32(MetaPages.prefixBytes).littleEndian) { bytes += $0 }
+        bytes += pages.bytes
+        let checksum = bytes.withUnsafeBytes { Checksum.xxh3($0.baseAddress, $0.count) }
+        withUnsafeBytes(of: checksum.littleEndian) { bytes += $0 }
+        let path = path(in: directory)
+        let temporary = path + ".new"
+        do throws(FileSyncError) {
+            let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw FileSyncError(operation: "open", path: temporary, code: errno) }
+            defer { close(fd) }
+            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            guard written == bytes.count else { throw FileSyncError(operation: "write", path: temporary, code: written < 0 ? errno : EIO) }
+            try FileSystem.sync(descriptor: fd, path: temporary)
+            guard rename(temporary, path) == 0 else { throw FileSyncError(operation: "rename", path: temporary, code: errno) }
+            try FileSystem.sync(directory)
+        } catch {
+            throw .storage(path: directory, detail: "keeping LMDB's checkpointed meta pages: \(error)")
+        }
+    }
+}
