@@ -34,7 +34,7 @@ let package = Package(
         // LMDB calls guarded against faults on damaged pages: one C file, so its per-thread
         // state has one copy whichever module the calls are inlined into.
         .target(name: "CLMDBGuard", dependencies: ["CLMDB"]),
-        .target(name: "LMDB", dependencies: ["CLMDB", "CLMDBGuard", "Locking"]),
+        .target(name: "LMDB", dependencies: ["CLMDB", "CLMDBGuard", "CXXHash", "Locking"]),
         // The validator's JPEG entropy-data scan: vector code chosen at run time (AVX-512BW, AVX2, SSE2).
         .target(name: "CImageScan"),
         .target(name: "CFileSystem"),

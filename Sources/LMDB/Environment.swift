@@ -118,7 +118,7 @@ package final class Environment: Sendable {
                 }
                 // No environment of this process has the file open: restoring the meta pages
                 // cannot pull them from under one.
-                if let checkpoint = options.checkpoint { try restore(checkpoint, directory: path) }
+                if let checkpoint = options.checkpoint { try restore(checkpoint, directory: path, options: options) }
                 let environment = try makeEnvironment(path: path, options: options, identity: identity)
                 open[identity] = WeakEnvironment(environment: environment)
                 return environment

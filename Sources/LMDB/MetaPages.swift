@@ -1,4 +1,5 @@
 import CLMDB
+import CXXHash
 import Locking
 #if canImport(Glibc)
 import Glibc
@@ -29,6 +30,11 @@ import Darwin
 ///    it opened (a file system cannot be remounted under it), so the page cache, and the newest
 ///    meta page, are whole: nothing is restored then.
 ///
+/// Before writing them back, the open checks that the file still holds the checkpoint's tree: the
+/// root pages of its two databases, as the newer kept meta page names them, must hash as they did
+/// at the checkpoint (`rootsChecksum`). A file put in place under the same name, or copied over
+/// this one, or cut short, fails that, and is opened as it stands.
+///
 /// A killed writer (no power cut) is rolled back the same way: the log holds every write it
 /// acknowledged. Only commits that are not in the log are lost then (access times, evictions,
 /// expiry sweeps, which run again), as after a power cut.
@@ -45,12 +51,42 @@ package struct MetaPages: Hashable, Sendable {
     package var pageSize: Int
     /// `prefixBytes` of page 0, then `prefixBytes` of page 1.
     package var bytes: [UInt8]
+    /// XXH3-64 of the root pages the newer meta page names (`rootsChecksum(fd:)`).
+    package var rootsChecksum: UInt64
 
-    package init(dataFile: FileIdentity, pageSize: Int, bytes: [UInt8]) {
+    package init(dataFile: FileIdentity, pageSize: Int, bytes: [UInt8], rootsChecksum: UInt64) {
         precondition(bytes.count == 2 * Self.prefixBytes && pageSize >= Self.prefixBytes)
         self.dataFile = dataFile
         self.pageSize = pageSize
         self.bytes = bytes
+        self.rootsChecksum = rootsChecksum
+    }
+
+    /// Where `MDB_meta`'s fields lie in its page (64-bit builds): the free database's root
+    /// (`mm_dbs[0].md_root`), then the main database's (`mm_dbs[1].md_root`).
+    private static let rootOffsets = [16 + 24 + 40, 16 + 24 + 48 + 40]
+
+    /// XXH3-64 of the root pages of both databases that the newer of the two meta pages in
+    /// `bytes` names, read from the data file open at `fd` (an empty database, root `P_INVALID`,
+    /// adds nothing). Nil when a root lies past the end of the file.
+    static func rootsChecksum(fd: Int32, pageSize: Int, bytes: [UInt8]) -> UInt64? {
+        bytes.withUnsafeBytes { raw -> UInt64? in
+            let first = raw.loadUnaligned(fromByteOffset: transactionOffset, as: UInt64.self)
+            let second = raw.loadUnaligned(fromByteOffset: prefixBytes + transactionOffset, as: UInt64.self)
+            let meta = second > first ? prefixBytes : 0
+            var page = [UInt8](repeating: 0, count: pageSize)
+            var checksum: UInt64 = 0
+            for offset in rootOffsets {
+                let root = raw.loadUnaligned(fromByteOffset: meta + offset, as: UInt64.self)
+                guard root != UInt64.max else { continue }
+                let (number, overflow) = root.multipliedReportingOverflow(by: UInt64(pageSize))
+                guard !overflow, number < UInt64(Int64.max) else { return nil }
+                let done = page.withUnsafeMutableBytes { pread(fd, $0.baseAddress, pageSize, off_t(number)) }
+                guard done == pageSize else { return nil }
+                checksum = page.withUnsafeBytes { XXH3_64bits_withSeed($0.baseAddress, pageSize, checksum) }
+            }
+            return checksum
+        }
     }
 
     /// The newer of the two transactions the meta pages record: the snapshot LMDB opens.
@@ -88,8 +124,10 @@ extension Environment {
             try check(mdb_env_get_fd(handle, &fd))
             var status = stat()
             guard fstat(fd, &status) == 0 else { throw LMDBError(code: errno) }
+            let bytes = try MetaPages.read(fd: fd, pageSize: pageSize)
+            guard let roots = MetaPages.rootsChecksum(fd: fd, pageSize: pageSize, bytes: bytes) else { throw LMDBError.corrupted }
             return MetaPages(dataFile: FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)),
-                             pageSize: pageSize, bytes: try MetaPages.read(fd: fd, pageSize: pageSize))
+                             pageSize: pageSize, bytes: bytes, rootsChecksum: roots)
         }
     }
 
@@ -132,7 +170,7 @@ extension Environment {
     /// environment open on the file, by an opener holding the store's writer lock.
     /// - Returns: whether it wrote them.
     @discardableResult
-    static func restore(_ checkpoint: MetaPages, directory: String) throws(LMDBError) -> Bool {
+    static func restore(_ checkpoint: MetaPages, directory: String, options: EnvironmentOptions) throws(LMDBError) -> Bool {
         let path = directory + "/data.mdb"
         // Read-only first: a read-only opener may have no right to write, and needs none when
         // the pages agree.
@@ -145,14 +183,27 @@ extension Environment {
         var status = stat()
         guard fstat(reader, &status) == 0 else { throw LMDBError(code: errno) }
         guard FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)) == checkpoint.dataFile,
-              try MetaPages.read(fd: reader, pageSize: checkpoint.pageSize) != checkpoint.bytes else { return false }
+              try MetaPages.read(fd: reader, pageSize: checkpoint.pageSize) != checkpoint.bytes,
+              MetaPages.rootsChecksum(fd: reader, pageSize: checkpoint.pageSize, bytes: checkpoint.bytes) == checkpoint.rootsChecksum
+        else { return false }
         // Held while writing, so no other process opens the environment meanwhile; closing the
         // descriptor drops it (this process has no other lock on the file to lose).
+        // A read-only opener on a read-only file system, or without the right to write, reads
+        // the file as it stands (whole unless a power cut came after the writer's last
+        // checkpoint); the next writer restores it.
+        let cannotWrite = { (code: Int32) in options.readOnly && (code == EROFS || code == EACCES) }
         let lockFile: LockFile?
-        do { lockFile = try LockFile(directory: directory) } catch where error.code == ENOENT { lockFile = nil }
+        do { lockFile = try LockFile(directory: directory) } catch {
+            guard error.code == ENOENT else {
+                if cannotWrite(error.code) { return false }
+                throw error
+            }
+            lockFile = nil
+        }
         defer { lockFile?.close() }
         if let lockFile, !(try lockFile.lockExclusively()) { return false }
         let fd = Glibc.open(path, O_RDWR | O_CLOEXEC)
+        if fd < 0 && cannotWrite(errno) { return false }
         guard fd >= 0 else { throw LMDBError(code: errno) }
         defer { Glibc.close(fd) }
         return try write(checkpoint, to: fd)

@@ -139,9 +139,9 @@ import Testing
             do {
                 let environment = try Environment.open(path: directory)
                 let meta = try environment.openDatabase(named: "meta")
-                try environment.write { txn in try txn.put(meta, key: Array("format".utf8), value: Array("IMGSTORE".utf8) + [2, 0, 0, 0]) }
+                try environment.write { txn in try txn.put(meta, key: Array("format".utf8), value: Array("IMGSTORE".utf8) + [3, 0, 0, 0]) }
             }
-            #expect(throws: ImageStoreError.newerFormat(path: directory, found: 2, supported: 1)) {
+            #expect(throws: ImageStoreError.newerFormat(path: directory, found: 3, supported: 2)) {
                 try ImageStore(path: directory)
             }
         }

@@ -10,9 +10,11 @@ import Foundation
 ///   size. Its first 64 MiB are zeros written and synced before the row starts: imgstore writes zeros ahead of
 ///   its log while its syncs are small (`WriteAheadLog+ZeroAhead.swift`), so that a sync changes no extent, and
 ///   the bound has that for free.
-/// - the applier: one thread puts what the log wrote into raw LMDB, one transaction per take, under
-///   `MDB_NOMETASYNC` (as imgstore: the log makes the meta page's sync unnecessary), gathering as imgstore's applier
-///   does (`LogApplier`: up to 10 ms for 8 MiB, unless recent records average 64 KiB or more).
+/// - the applier: one thread puts what the log wrote into raw LMDB, one transaction per take, under `MDB_NOSYNC`
+///   (as imgstore between checkpoints: the log holds every put since the last one, `LMDB/MetaPages.swift`), gathering
+///   as imgstore's applier does (`LogApplier`: up to 10 ms for 8 MiB, unless recent records average 64 KiB or more),
+///   and syncing LMDB (`mdb_env_sync(env, 1)`) after each 64 MiB applied, where imgstore's default segment closes
+///   and its checkpoint syncs.
 ///
 /// It skips the record framing, URL checks, validation, checksums, indexes, checkpoints and segment rotation:
 /// imgstore must do those, so they are its cost above this bound. `finish` waits until LMDB holds every put.
@@ -47,11 +49,15 @@ final class LogThenLMDB: StoreSystem, @unchecked Sendable {
     private var finishing = 0
     private var stopping = false
     private var applierDone = false
+    /// Bytes applied since LMDB was last synced; the applier's own.
+    private var appliedSinceSync = 0
+    /// imgstore's default segment: its checkpoint syncs LMDB once per segment written.
+    private static let checkpointBytes = 64 << 20
 
     /// `hashedKeys`: LMDB keys are hashes of the URLs, as imgstore's are (see `RawLMDB.init`).
     init(name: String, path: String, hashedKeys: Bool = false) {
         self.name = name
-        lmdb = RawLMDB(name: name, path: path + "/lmdb", noMetaSync: true, hashedKeys: hashedKeys)
+        lmdb = RawLMDB(name: name, path: path + "/lmdb", noMetaSync: true, noSync: true, hashedKeys: hashedKeys)
         logPath = path + "/log"
         log = open(logPath, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0o644)
         if log < 0 { fail("open \(logPath): \(String(cString: strerror(errno)))") }
@@ -159,6 +165,11 @@ final class LogThenLMDB: StoreSystem, @unchecked Sendable {
             let batch = takeBatch()
             applyLock.unlock()
             lmdb.putBatch(batch.map(\.url)[...], batch.map(\.image)[...], thread: 0)
+            appliedSinceSync += batch.reduce(0) { $0 + $1.image.count }
+            if appliedSinceSync >= Self.checkpointBytes {
+                RawLMDB.check(mdb_env_sync(lmdb.env.pointer, 1), "mdb_env_sync")
+                appliedSinceSync = 0
+            }
             applyLock.lock()
             applied += batch.count
             applies += 1

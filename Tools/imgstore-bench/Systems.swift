@@ -142,10 +142,12 @@ final class RawLMDB: StoreSystem {
     let hashedKeys: Bool
 
     /// `noMetaSync`: `MDB_NOMETASYNC`, as imgstore opens LMDB (its log makes the meta page's sync unnecessary).
+    /// `noSync`: `MDB_NOSYNC`, as imgstore's writer commits between checkpoints (the caller syncs).
     /// `hashedKeys`: key each image by a hash of its URL, as imgstore does. The workload's URLs are numbered in the
     /// order they are put, so keyed by the URL itself the B-tree grows mostly at its end; hashed keys land on random
     /// leaves, and each commit writes more scattered pages (`Tools/put-trace`).
-    init(name: String, path: String, writeMap: Bool = false, noMetaSync: Bool = false, hashedKeys: Bool = false) {
+    init(name: String, path: String, writeMap: Bool = false, noMetaSync: Bool = false, noSync: Bool = false,
+         hashedKeys: Bool = false) {
         self.name = name
         self.hashedKeys = hashedKeys
         var env: OpaquePointer?
@@ -155,6 +157,7 @@ final class RawLMDB: StoreSystem {
         Self.check(mdb_env_set_maxdbs(env, 1), "mdb_env_set_maxdbs")
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         let flags = UInt32(MDB_NOTLS) | (writeMap ? UInt32(MDB_WRITEMAP) : 0) | (noMetaSync ? UInt32(MDB_NOMETASYNC) : 0)
+            | (noSync ? UInt32(MDB_NOSYNC) : 0)
         Self.check(mdb_env_open(env, path, flags, 0o644), "mdb_env_open \(path)")
         var txn: OpaquePointer?
         var dbi: MDB_dbi = 0

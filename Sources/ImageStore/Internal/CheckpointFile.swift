@@ -4,7 +4,7 @@ import LMDB
 /// The file `lmdb-checkpoint`: the meta pages of `data.mdb` as the writer's last checkpoint made
 /// them durable (`LMDB/MetaPages.swift` says why the writer keeps them and how an open uses them).
 ///
-/// Format (integers little-endian), 560 bytes:
+/// Format (integers little-endian), 568 bytes:
 ///
 /// | offset | size | field                                                    |
 /// |--------|------|----------------------------------------------------------|
@@ -12,16 +12,29 @@ import LMDB
 /// | 8      | 8    | device of the data file the pages belong to              |
 /// | 16     | 8    | inode of that data file                                  |
 /// | 24     | 4    | LMDB's page size                                         |
-/// | 28     | 4    | bytes kept per meta page, P (`MetaPages.prefixBytes`)    |
+/// | 28     | 2    | bytes kept per meta page, P (`MetaPages.prefixBytes`)    |
+/// | 30     | 1    | 1 while a writer may commit unsynced after these pages; 0 once it closed (synced) |
+/// | 31     | 1    | 0                                                        |
 /// | 32     | 2P   | the first P bytes of meta page 0, then of meta page 1    |
-/// | 32+2P  | 8    | XXH3-64 of everything before it                          |
+/// | 32+2P  | 8    | `MetaPages.rootsChecksum`: XXH3-64 of the root pages they name |
+/// | 40+2P  | 8    | XXH3-64 of everything before it                          |
+///
+/// An open goes back to the kept pages only when byte 30 is 1: after a clean close, LMDB is
+/// whole as it stands, and a change made to it since (a tool, a test's damage) stays.
 ///
 /// It is replaced whole (written beside, synced, renamed over, directory synced), so a reader
 /// finds the old file or the new one, never a mix.
 enum CheckpointFile {
+    /// What the file holds.
+    struct Kept: Hashable, Sendable {
+        var pages: MetaPages
+        /// Whether a writer may have committed without syncing after `pages` (it did not close).
+        var writerOpen: Bool
+    }
+
     static let fileName = "lmdb-checkpoint"
     private static let magic = Array("IMGLMCKP".utf8)
-    private static var byteCount: Int { 32 + 2 * MetaPages.prefixBytes + 8 }
+    private static var byteCount: Int { 32 + 2 * MetaPages.prefixBytes + 16 }
 
     static func path(in directory: String) -> String { directory + "/" + fileName }
 
@@ -29,7 +42,7 @@ enum CheckpointFile {
     /// version 2 has checkpointed yet).
     /// - Throws: `corruptStore` when the file cannot be read or is damaged: LMDB's newest meta
     ///   page may then point to pages a power cut lost, and nothing says where to go back to.
-    static func load(in directory: String) throws(ImageStoreError) -> MetaPages? {
+    static func load(in directory: String) throws(ImageStoreError) -> Kept? {
         let path = path(in: directory)
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch CocoaError.fileReadNoSuchFile {
@@ -37,34 +50,38 @@ enum CheckpointFile {
         } catch {
             throw .corruptStore(path: directory, detail: "\(fileName) cannot be read (\((error as NSError).localizedDescription))")
         }
-        let pages: MetaPages? = data.withUnsafeBytes { raw in
+        let kept: Kept? = data.withUnsafeBytes { raw in
             let reader = ByteReader(bytes: raw)
             guard raw.count == byteCount, raw.prefix(8).elementsEqual(magic),
                   reader.integer(at: 24, as: UInt32.self).map(Int.init) ?? 0 >= MetaPages.prefixBytes,
-                  reader.integer(at: 28, as: UInt32.self) == UInt32(MetaPages.prefixBytes),
+                  reader.integer(at: 28, as: UInt16.self) == UInt16(MetaPages.prefixBytes), raw[30] <= 1, raw[31] == 0,
                   reader.integer(at: byteCount - 8, as: UInt64.self) == Checksum.xxh3(raw.baseAddress, byteCount - 8)
             else { return nil }
-            return MetaPages(
+            return Kept(pages: MetaPages(
                 dataFile: FileIdentity(device: reader.integer(at: 8)!, inode: reader.integer(at: 16)!),
                 pageSize: Int(reader.integer(at: 24, as: UInt32.self)!),
-                bytes: Array(raw[32..<(32 + 2 * MetaPages.prefixBytes)]))
+                bytes: Array(raw[32..<(32 + 2 * MetaPages.prefixBytes)]),
+                rootsChecksum: reader.integer(at: 32 + 2 * MetaPages.prefixBytes)!), writerOpen: raw[30] == 1)
         }
-        guard let pages else {
+        guard let kept else {
             throw .corruptStore(path: directory, detail: "\(fileName) is damaged, so a crash of the last writer cannot be undone safely; `imgstore-admin verify --repair` rebuilds the data file from what it can read")
         }
-        return pages
+        return kept
     }
 
-    /// Makes `pages` the file's content, durably, replacing the old one.
+    /// Makes `kept` the file's content, durably, replacing the old one.
     /// - Throws: `storage` naming the step that failed.
-    static func save(_ pages: MetaPages, in directory: String) throws(ImageStoreError) {
+    static func save(_ kept: Kept, in directory: String) throws(ImageStoreError) {
+        let pages = kept.pages
         var bytes = magic
         bytes.reserveCapacity(byteCount)
         withUnsafeBytes(of: pages.dataFile.device.littleEndian) { bytes += $0 }
         withUnsafeBytes(of: pages.dataFile.inode.littleEndian) { bytes += $0 }
         withUnsafeBytes(of: UInt32(pages.pageSize).littleEndian) { bytes += $0 }
-        withUnsafeBytes(of: UInt32(MetaPages.prefixBytes).littleEndian) { bytes += $0 }
+        withUnsafeBytes(of: UInt16(MetaPages.prefixBytes).littleEndian) { bytes += $0 }
+        bytes += [kept.writerOpen ? 1 : 0, 0]
         bytes += pages.bytes
+        withUnsafeBytes(of: pages.rootsChecksum.littleEndian) { bytes += $0 }
         let checksum = bytes.withUnsafeBytes { Checksum.xxh3($0.baseAddress, $0.count) }
         withUnsafeBytes(of: checksum.littleEndian) { bytes += $0 }
         let path = path(in: directory)

@@ -28,8 +28,8 @@ final class DurableTier: Sendable {
     /// page of a tree is damaged, so a commit may fail); nil while writes are taken. See
     /// DurableTier+WriteCheck.swift.
     let writeRefusal = LockedValue<ImageStoreError?>(nil)
-    /// The meta pages `CheckpointFile` holds (what the last checkpoint kept), nil before the first.
-    private let checkpoint: LockedValue<MetaPages?>
+    /// What `CheckpointFile` holds (what the last checkpoint kept), nil before the first.
+    private let checkpoint: LockedValue<CheckpointFile.Kept?>
     /// Whether `sync` keeps checkpoints, so commits between them skip their sync
     /// (`LMDB/MetaPages.swift`): a writer whose reader table has room for the pin.
     private let keepsCheckpoints: Bool
@@ -38,7 +38,7 @@ final class DurableTier: Sendable {
     static let minimumReadersForCheckpoints = 8
 
     private init(environment: Environment, path: String, maxMapSize: Int, databases: [Database],
-                 keyHasher: (@Sendable (String) -> [UInt8])?, checkpoint: MetaPages?, keepsCheckpoints: Bool) {
+                 keyHasher: (@Sendable (String) -> [UInt8])?, checkpoint: CheckpointFile.Kept?, keepsCheckpoints: Bool) {
         self.environment = environment
         self.checkpoint = LockedValue(checkpoint)
         self.keepsCheckpoints = keepsCheckpoints
@@ -80,7 +80,8 @@ final class DurableTier: Sendable {
         // stopped after commits it did not sync (`LMDB/MetaPages.swift`, rule 3). Only under
         // the writer lock: a read-only open takes it for the open when no writer holds it.
         let checkpoint = isNew ? nil : try CheckpointFile.load(in: path)
-        let restoringLock = readOnly && checkpoint != nil ? WriterLock.probe(directory: path) : nil
+        let mayRestore = checkpoint?.writerOpen ?? false
+        let restoringLock = readOnly && mayRestore ? WriterLock.probe(directory: path) : nil
         var options = EnvironmentOptions()
         options.initialMapSize = configuration.initialMapSize
         options.maxMapSize = max(configuration.maxMapSize, configuration.initialMapSize)
@@ -91,7 +92,7 @@ final class DurableTier: Sendable {
         // any record, so commits need not sync the meta page. Not MDB_NOSYNC at the open: only
         // a checkpoint that keeps its meta pages and pins its snapshot turns it on (`sync`).
         options.noMetaSync = !readOnly
-        if writerLock != nil || restoringLock != nil { options.checkpoint = checkpoint }
+        if mayRestore && (writerLock != nil || restoringLock != nil) { options.checkpoint = checkpoint?.pages }
         let environment: Environment
         do {
             environment = try withExtendedLifetime(restoringLock) { () throws(LMDBError) in
@@ -304,14 +305,35 @@ final class DurableTier: Sendable {
         try Self.checkpoint(environment, path: path, maxMapSize: maxMapSize, kept: &kept, keepsCheckpoints: keepsCheckpoints)
     }
 
+    /// The writer's last checkpoint, when it closes (or is released): LMDB synced, commits
+    /// synced from now on, and `CheckpointFile` saying so, so that the next open keeps LMDB as
+    /// it stands, changes made to it meanwhile included. On the writer queue.
+    func syncClosing() throws(ImageStoreError) {
+        try sync()
+        guard keepsCheckpoints else { return }
+        var kept = checkpoint.withLock { $0 }
+        defer { checkpoint.withLock { $0 = kept } }
+        do {
+            try environment.setUnsyncedCommits(false)
+            guard var closed = kept, closed.writerOpen else { return }
+            closed.writerOpen = false
+            try CheckpointFile.save(closed, in: path)
+            kept = closed
+        } catch let error as ImageStoreError {
+            throw error
+        } catch {
+            throw .from(error, path: path, operation: "checkpointing LMDB", maxMapSize: maxMapSize)
+        }
+    }
+
     /// `sync`'s work, also run by a writable open before its first commit (a pin of the last
     /// writer's checkpoint ended with its process). `kept` is what `CheckpointFile` holds.
     ///
-    /// Invariant: the file exists only while the snapshot it names is pinned by the writer, or
-    /// while no commit has come after it. So a writer that cannot pin (no reader slot, or it
-    /// does not keep checkpoints) syncs and removes the file before it commits again, and the
+    /// Invariant: while the file says a writer is open, the snapshot it names is pinned by the
+    /// writer, or no commit has come after it. So a writer that cannot pin (no reader slot, or
+    /// it does not keep checkpoints) syncs and removes the file before it commits again, and the
     /// file is saved before the pin moves (a failed save leaves the old pin on the old file).
-    static func checkpoint(_ environment: Environment, path: String, maxMapSize: Int, kept: inout MetaPages?,
+    static func checkpoint(_ environment: Environment, path: String, maxMapSize: Int, kept: inout CheckpointFile.Kept?,
                            keepsCheckpoints: Bool) throws(ImageStoreError) {
         do { try environment.sync(force: true) } catch {
             throw .from(error, path: path, operation: "syncing LMDB", maxMapSize: maxMapSize)
@@ -321,13 +343,13 @@ final class DurableTier: Sendable {
                 if kept != nil { try forgetCheckpoint(environment, path: path, kept: &kept) }
                 return
             }
-            let pages = try environment.metaPages()
-            if kept != pages {
-                try CheckpointFile.save(pages, in: path)
-                kept = pages
+            let now = CheckpointFile.Kept(pages: try environment.metaPages(), writerOpen: true)
+            if kept != now {
+                try CheckpointFile.save(now, in: path)
+                kept = now
             }
             do {
-                try environment.pinNewestSnapshot(expecting: pages.newestTransaction)
+                try environment.pinNewestSnapshot(expecting: now.pages.newestTransaction)
             } catch LMDBError.readersFull {
                 try forgetCheckpoint(environment, path: path, kept: &kept)
                 return
@@ -342,7 +364,7 @@ final class DurableTier: Sendable {
 
     /// Commits sync again, and the checkpoint file goes (durably): LMDB was just synced, so
     /// its newest state is whole on disk and nothing need be restored after a crash.
-    private static func forgetCheckpoint(_ environment: Environment, path: String, kept: inout MetaPages?) throws {
+    private static func forgetCheckpoint(_ environment: Environment, path: String, kept: inout CheckpointFile.Kept?) throws {
         try environment.setUnsyncedCommits(false)
         let file = CheckpointFile.path(in: path)
         guard unlink(file) == 0 || errno == ENOENT else {

@@ -224,7 +224,7 @@ final class WritePath: Sendable {
     func appendAsync(_ entry: LogEntry, durability: Durability) async throws {
         if let failure = applier.failure { throw failure }
         let admitted: (need: Int, logged: Int)
-        if let now = try admitNow(entry) {
+        if let now = try admitNowOrNil(entry) {
             admitted = now
         } else {
             // Waiting for the applier (a stale map estimate) blocks: off the cooperative pool.
@@ -254,8 +254,15 @@ final class WritePath: Sendable {
     /// - Throws: `noRoomForWrite` (the disk), `storeFull` (the map), `storage` when LMDB's
     ///   free pages cannot be read, what `settle` throws; nothing reserved, nothing written.
     private func admit(_ entry: LogEntry) throws(ImageStoreError) -> (need: Int, logged: Int) {
-        if let admitted = try admitNow(entry) { return admitted }
+        if let admitted = try admitNowOrNil(entry) { return admitted }
         return try admitAfterSettling(entry)
+    }
+
+    /// `admitNow`, with a disk too full for `entry` also answered nil: pages freed since the
+    /// last checkpoint are pinned until the next (`LMDB/MetaPages.swift`), and
+    /// `admitAfterSettling` checkpoints, which may make them reusable.
+    private func admitNowOrNil(_ entry: LogEntry) throws(ImageStoreError) -> (need: Int, logged: Int)? {
+        do { return try admitNow(entry) } catch .noRoomForWrite { return nil }
     }
 
     /// Admits `entry` as `admit` does, or returns nil when the map estimate says it does not
@@ -276,8 +283,10 @@ final class WritePath: Sendable {
         return admitted ? (need, logged) : nil
     }
 
-    /// Settles, measures the map once more, then admits `entry` or refuses it.
-    /// - Throws: `storeFull` when it does not fit; what `admitNow` and `settle` throw.
+    /// Settles, checkpoints LMDB (its pin then frees the pages removals freed since the last
+    /// one), measures the map once more, then admits `entry` or refuses it.
+    /// - Throws: `storeFull` when it does not fit in the map, `noRoomForWrite` when the disk
+    ///   cannot take it; what `admitNow`, `settle` and the checkpoint throw.
     private func admitAfterSettling(_ entry: LogEntry) throws(ImageStoreError) -> (need: Int, logged: Int) {
         try settle()
         // On the writer queue: a measurement taken here while the applier applied a batch and
@@ -285,6 +294,7 @@ final class WritePath: Sendable {
         // had just used, so a put admitted on it could find the map full when applied.
         try ImageStoreError.rethrowing(path: directory, operation: "measuring free space") {
             try tier.writer.sync {
+                if !tier.isRefusingWrites { try tier.sync() }
                 let measured = try tier.availableBytes()
                 admissionWillRecordMeasurement?()
                 space.measured(measured)
@@ -320,8 +330,15 @@ final class WritePath: Sendable {
         try settle()
         let applied = applier.appliedSequence
         try ImageStoreError.rethrowing(path: directory, operation: "checkpointing") {
-            try tier.writer.sync { try checkpoint(log.takeCheckpointableSegments(appliedSequence: applied)) }
+            try tier.writer.sync { try checkpointAll(log.takeCheckpointableSegments(appliedSequence: applied)) }
         }
+    }
+
+    /// `segments` checkpointed, and LMDB even when there are none: everything applied becomes
+    /// what a crash rolls LMDB back to (`LMDB/MetaPages.swift`).
+    private func checkpointAll(_ segments: [UInt64]) throws(ImageStoreError) {
+        try checkpoint(segments)
+        if segments.isEmpty && !tier.isRefusingWrites { try tier.sync() }
     }
 
     /// Settles, closes the log, and retires all of it, so the next open has nothing to
@@ -344,12 +361,13 @@ final class WritePath: Sendable {
         lock.withLock { $0 = nil }
     }
 
-    /// The checkpoint of `close`: `segments`, and LMDB even when there are none, for the commits
-    /// outside the log (access times, evictions, sweeps) since the last checkpoint, which the
-    /// next open would otherwise roll back (`LMDB/MetaPages.swift`).
+    /// The checkpoint of `close`: `segments`, and LMDB's closing checkpoint (`syncClosing`),
+    /// even with no segment, for the commits outside the log (access times, evictions, sweeps)
+    /// since the last checkpoint, which the next open would otherwise roll back
+    /// (`LMDB/MetaPages.swift`).
     private func checkpointClosing(_ segments: [UInt64]) throws(ImageStoreError) {
         try checkpoint(segments)
-        if segments.isEmpty && !tier.isRefusingWrites { try tier.sync() }
+        if !tier.isRefusingWrites { try tier.syncClosing() }
     }
 
     /// Stops without I/O on the calling thread, for `ImageStore.deinit`: the log stops taking
@@ -363,7 +381,7 @@ final class WritePath: Sendable {
         tier.writer.async {
             // LMDB as applied so far, kept (what is not applied stays in the log): otherwise the
             // next open rolls back to the last checkpoint, and commits outside the log are lost.
-            if !tier.isRefusingWrites { counters.events.attempt(.closing) { () throws(ImageStoreError) in try tier.sync() } }
+            if !tier.isRefusingWrites { counters.events.attempt(.closing) { () throws(ImageStoreError) in try tier.syncClosing() } }
             lock.withLock { $0 = nil }
             then()
         }

@@ -5,14 +5,21 @@ import Testing
 
 /// A log cut short, partly deleted or damaged where LMDB already holds the records.
 @Suite struct LogCutShortTests {
-    /// Puts `count` small entries synced, lets LMDB apply them all, then abandons the store (as
-    /// a crash would) with its segments still on disk: applied-seq is `count`.
+    /// Puts `count` small entries synced, lets LMDB apply them all and checkpoints it (LMDB
+    /// holds them durably: a crash rolls LMDB back to its last checkpoint, `LMDB/MetaPages.swift`),
+    /// then abandons the store (as a crash would) with its segments still on disk: applied-seq is
+    /// `count`. The open segment is never retired; with `keepSegments`, no segment is.
     private func makeAppliedStore(at directory: String, count: Int, keepSegments: Bool = false) throws {
         let faults = FaultyLogFileSystem()
         let store = try ImageStore(path: directory, configuration: LogTest.configuration(fileSystem: faults))
         if keepSegments { faults.fail(.rename, with: EIO) }  // no checkpoint retires a segment
         for n in 0..<count { try store.put(LogTest.smallEntry(n).data, for: LogTest.smallEntry(n).url) }
-        _ = try store.statistics()  // everything applied to LMDB
+        if keepSegments {
+            // LMDB is synced and its pages kept first; then retiring a segment fails.
+            #expect(throws: ImageStoreError.self) { try store.checkpoint() }
+        } else {
+            try store.checkpoint()
+        }
         store.abandonForTesting()
     }
 

@@ -1,0 +1,181 @@
+import Foundation
+import ImageStore
+import ImageStoreTestSupport
+import Testing
+
+/// The writer commits to LMDB without syncing between checkpoints (`LMDB/MetaPages.swift`): a
+/// checkpoint keeps `data.mdb`'s meta pages in `lmdb-checkpoint` and pins its snapshot, and an
+/// open after a crash writes those pages back, then replays the log. These tests make the states
+/// a crash leaves with real files: the newest meta page on disk without the pages it points to
+/// (a power cut), and every later page on disk (a kill).
+@Suite struct CheckpointRestoreTests {
+    /// Large segments: no checkpoint comes between the one a test takes and its crash.
+    private func configuration(maxReaders: Int? = nil) -> ImageStore.Configuration {
+        var configuration = LogTest.configuration()
+        configuration.logSegmentBytes = 8 << 20
+        if let maxReaders { configuration.maxReaders = maxReaders }
+        return configuration
+    }
+
+    private static let metaBytes = 256
+    private static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+
+    /// The newer transaction id of the two meta pages of `file` (`mm_txnid`, at 144 in a page).
+    private static func newestTransaction(of file: String) throws -> UInt64 {
+        let data = try Data(contentsOf: URL(fileURLWithPath: file))
+        return data.withUnsafeBytes { raw in
+            max(raw.loadUnaligned(fromByteOffset: 144, as: UInt64.self),
+                raw.loadUnaligned(fromByteOffset: pageSize + 144, as: UInt64.self))
+        }
+    }
+
+    /// Waits until the applier has committed past `transaction` `commits` times (the log
+    /// acknowledged the puts; LMDB gets them a moment later).
+    private static func waitForCommits(in file: String, after transaction: UInt64, commits: UInt64) throws {
+        let deadline = Date().addingTimeInterval(20)
+        while try newestTransaction(of: file) < transaction + commits {
+            guard Date() < deadline else { throw CocoaError(.fileReadUnknown) }
+            usleep(5_000)
+        }
+    }
+
+    /// Puts `range` of `LogTest.smallEntry`, each in a transaction of its own.
+    private static func put(_ range: Range<Int>, into store: ImageStore) throws -> [String: Data] {
+        var put: [String: Data] = [:]
+        for n in range {
+            let entry = LogTest.smallEntry(n)
+            try store.put(entry.data, for: entry.url)
+            put[entry.url] = entry.data
+        }
+        return put
+    }
+
+    @Test func aNewestMetaPageWhosePagesNeverReachedTheDiskIsUndoneAndTheLogReplayed() throws {
+        try withTemporaryDirectory { directory throws in
+            let file = directory + "/data.mdb"
+            var expected: [String: Data] = [:]
+            let atCheckpoint: Data
+            do {
+                let store = try ImageStore(path: directory, configuration: configuration())
+                expected = try Self.put(0..<40, into: store)
+                try store.checkpoint()
+                #expect(FileManager.default.fileExists(atPath: directory + "/lmdb-checkpoint"))
+                atCheckpoint = try Data(contentsOf: URL(fileURLWithPath: file))
+                let checkpointed = try Self.newestTransaction(of: file)
+                expected.merge(try Self.put(40..<120, into: store)) { $1 }
+                for n in 0..<20 {
+                    _ = try store.remove(LogTest.smallEntry(n).url)
+                    expected[LogTest.smallEntry(n).url] = nil
+                }
+                try Self.waitForCommits(in: file, after: checkpointed, commits: 3)
+                store.abandonForTesting()
+            }
+            // A power cut that kept the newest meta pages and nothing else written since.
+            let now = try Data(contentsOf: URL(fileURLWithPath: file))
+            var torn = atCheckpoint
+            for page in 0..<2 {
+                let range = (page * Self.pageSize)..<(page * Self.pageSize + Self.metaBytes)
+                torn.replaceSubrange(range, with: now[range])
+            }
+            #expect(torn != atCheckpoint)
+            try torn.write(to: URL(fileURLWithPath: file))
+
+            let store = try ImageStore(path: directory, configuration: configuration())
+            defer { store.close() }
+            for (url, data) in expected { #expect(try store.get(url)?.data == data, "\(url)") }
+            for n in 0..<20 { #expect(try store.get(LogTest.smallEntry(n).url) == nil) }
+            try checkConsistency(of: store)
+        }
+    }
+
+    @Test func theCheckpointsSnapshotSurvivesEveryCommitAfterItUntilTheNext() throws {
+        try withTemporaryDirectory { directory throws in
+            let file = directory + "/data.mdb"
+            var expected: [String: Data] = [:]
+            do {
+                let store = try ImageStore(path: directory, configuration: configuration())
+                expected = try Self.put(0..<60, into: store)
+                try store.checkpoint()
+                let checkpointed = try Self.newestTransaction(of: file)
+                // Churn: every removal frees pages a later put would take, but for the pin.
+                for round in 0..<6 {
+                    for n in 0..<60 where n % 6 == round {
+                        _ = try store.remove(LogTest.smallEntry(n).url)
+                        expected[LogTest.smallEntry(n).url] = nil
+                    }
+                    expected.merge(try Self.put((100 + round * 20)..<(120 + round * 20), into: store)) { $1 }
+                }
+                try Self.waitForCommits(in: file, after: checkpointed, commits: 4)
+                store.abandonForTesting()
+            }
+            // Every page written, as after a kill: the open rolls back to the checkpoint (whose
+            // tree must be intact) and replays the log over it.
+            let store = try ImageStore(path: directory, configuration: configuration())
+            defer { store.close() }
+            #expect(store.recoveryReport.recordsReplayed > 0)
+            for (url, data) in expected { #expect(try store.get(url)?.data == data, "\(url)") }
+            try checkConsistency(of: store)
+        }
+    }
+
+    @Test func aReadOnlyOpenAfterACrashRestoresTheCheckpointAndReadsAWholeTree() throws {
+        try withTemporaryDirectory { directory throws in
+            let file = directory + "/data.mdb"
+            var checkpointed: [String: Data] = [:]
+            do {
+                let store = try ImageStore(path: directory, configuration: configuration())
+                checkpointed = try Self.put(0..<30, into: store)
+                try store.checkpoint()
+                let transaction = try Self.newestTransaction(of: file)
+                _ = try Self.put(30..<90, into: store)
+                try Self.waitForCommits(in: file, after: transaction, commits: 3)
+                store.abandonForTesting()
+            }
+            var readOnly = configuration()
+            readOnly.readOnly = true
+            do {
+                let reader = try ImageStore(path: directory, configuration: readOnly)
+                defer { reader.close() }
+                for (url, data) in checkpointed { #expect(try reader.get(url)?.data == data) }
+                #expect(try reader.verify().problems.isEmpty)
+            }
+            let store = try ImageStore(path: directory, configuration: configuration())
+            defer { store.close() }
+            for n in 0..<90 { #expect(try store.get(LogTest.smallEntry(n).url)?.data == LogTest.smallEntry(n).data) }
+        }
+    }
+
+    @Test func aWriterWithoutAReaderSlotToSpareKeepsNoCheckpointAndSyncsEveryCommit() throws {
+        try withTemporaryDirectory { directory throws in
+            do {
+                let store = try ImageStore(path: directory, configuration: configuration())
+                _ = try Self.put(0..<10, into: store)
+                store.close()
+            }
+            #expect(FileManager.default.fileExists(atPath: directory + "/lmdb-checkpoint"))
+            let store = try ImageStore(path: directory, configuration: configuration(maxReaders: 4))
+            // Gone before its first commit: no snapshot of it is pinned any more.
+            #expect(!FileManager.default.fileExists(atPath: directory + "/lmdb-checkpoint"))
+            _ = try Self.put(10..<20, into: store)
+            store.abandonForTesting()
+            let reopened = try ImageStore(path: directory, configuration: configuration(maxReaders: 4))
+            defer { reopened.close() }
+            for n in 0..<20 { #expect(try reopened.get(LogTest.smallEntry(n).url)?.data == LogTest.smallEntry(n).data) }
+            try checkConsistency(of: reopened)
+        }
+    }
+
+    @Test func aCleanCloseLeavesNothingToRestore() throws {
+        try withTemporaryDirectory { directory throws in
+            let store = try ImageStore(path: directory, configuration: configuration())
+            _ = try Self.put(0..<10, into: store)
+            store.close()
+            let kept = try Data(contentsOf: URL(fileURLWithPath: directory + "/lmdb-checkpoint"))
+            let file = try Data(contentsOf: URL(fileURLWithPath: directory + "/data.mdb"))
+            // The file's header (32 bytes) precedes the two kept meta-page prefixes.
+            #expect(kept.subdata(in: 32..<(32 + Self.metaBytes)) == file.prefix(Self.metaBytes))
+            #expect(kept.subdata(in: (32 + Self.metaBytes)..<(32 + 2 * Self.metaBytes))
+                    == file.subdata(in: Self.pageSize..<(Self.pageSize + Self.metaBytes)))
+        }
+    }
+}
