@@ -592,6 +592,13 @@ package final class Environment: Sendable {
     // MARK: - Registry
 
     private static let registry = LockedValue<[FileIdentity: WeakEnvironment]>([:])
+
+    /// Whether this process has an environment open (or closing) at the directory `path`: while
+    /// it has, `open` returns that one and restores no checkpoint (tests wait for it to go).
+    package static func isOpenInThisProcess(path: String) -> Bool {
+        guard let identity = FileIdentity(path: path) else { return false }
+        return registry.withLock { $0[identity] != nil }
+    }
 }
 
 /// Environment-wide numbers.

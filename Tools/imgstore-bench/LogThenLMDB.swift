@@ -167,7 +167,7 @@ final class LogThenLMDB: StoreSystem, @unchecked Sendable {
             lmdb.putBatch(batch.map(\.url)[...], batch.map(\.image)[...], thread: 0)
             appliedSinceSync += batch.reduce(0) { $0 + $1.image.count }
             if appliedSinceSync >= Self.checkpointBytes {
-                RawLMDB.check(mdb_env_sync(lmdb.env.pointer, 1), "mdb_env_sync")
+                lmdb.sync()
                 appliedSinceSync = 0
             }
             applyLock.lock()

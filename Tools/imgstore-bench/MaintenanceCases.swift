@@ -150,13 +150,13 @@ enum MaintenanceCases {
     }
 
     /// Raw LMDB replaying the same images, in the same run: a reference for recovery, not a proven bound. Raw LMDB,
-    /// opened as imgstore opens it (default write flags, `MDB_NOMETASYNC`, keys hashed), loads the images from a file
-    /// that holds them back to back (written and synced untimed, as the writer's log was). Timed, and overlapped as
-    /// recovery overlaps its replay: one thread reads the file in segments of about 64 MiB into two buffers in turn
+    /// opened as imgstore's writer commits between checkpoints (`MDB_NOSYNC`, keys hashed), loads the images from a
+    /// file that holds them back to back (written and synced untimed, as the writer's log was). Timed, and overlapped
+    /// as recovery overlaps its replay: one thread reads the file in segments of about 64 MiB into two buffers in turn
     /// (uninitialised memory, as recovery's), and the calling thread puts each segment's images in one transaction,
-    /// whose commit syncs, as the replay commits; a buffer is read into again only once its segment is committed.
-    /// Recovery does that and more (it parses and checks the records, writes the entry, expiry and access records
-    /// beside each blob, and checkpoints the log, with a sync of LMDB this row leaves out). It is not a bound because
+    /// unsynced, as the replay commits; a buffer is read into again only once its segment is committed. LMDB is
+    /// synced once at the end, as recovery's checkpoint syncs it. Recovery does that and more (it parses and checks
+    /// the records, writes the entry, expiry and access records beside each blob, and retires the log). It is not a bound because
     /// neither its commit size nor its order is shown to be LMDB's fastest: recovery has run faster than it (the
     /// README's runs), and segments of 8 or 16 MiB were not faster.
     static func lmdbReplay(_ options: BenchmarkOptions, set: ImageSet) -> Measurement {
@@ -179,7 +179,7 @@ enum MaintenanceCases {
 
         settleBeforeTiming(options)
         let t0 = BenchmarkRunner.nanoseconds()
-        let lmdb = RawLMDB(name: "lmdb replay", path: directory + "/lmdb", noMetaSync: true, hashedKeys: true)
+        let lmdb = RawLMDB(name: "lmdb replay", path: directory + "/lmdb", noMetaSync: true, noSync: true, hashedKeys: true)
         let buffers = (0..<2).map { _ in ReplayBuffer(malloc(capacity)!) }
         defer { buffers.forEach { free($0.start) } }
         let filled = [DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)]
@@ -203,17 +203,18 @@ enum MaintenanceCases {
             lmdb.putBatch(set.urls[segment.images], images[...], thread: 0)
             reusable[i % 2].signal()
         }
+        lmdb.sync()
         lmdb.close()
         return oneRecovery("lmdb batched replay (reference)", bytes: totalBytes, since: t0)
     }
 
     /// LMDB loading the same images with a subset of recovery's work, in the same run: the bound of recovery. Raw
-    /// LMDB, opened with `MDB_NOMETASYNC` as imgstore opens it (and with `MDB_WRITEMAP` in the second row), takes the
-    /// images from memory (no log to read or check), under their hashed keys sorted beforehand (untimed), with
-    /// `MDB_APPEND` (pages filled in order, no search of the tree and no page split), in transactions of at most
-    /// 64 MiB of images, each synced at its commit, as recovery's replay commits (`LogApplier.maxBatchBytes`).
-    /// Recovery does all of that and more: it reads and checks the log, puts in an order it does not choose, writes
-    /// each entry's records beside its blob, and checkpoints. Where the faster of the two rows runs below a rate,
+    /// LMDB, opened with `MDB_NOSYNC` as imgstore's writer commits between checkpoints (and with `MDB_WRITEMAP` in
+    /// the second row), takes the images from memory (no log to read or check), under their hashed keys sorted
+    /// beforehand (untimed), with `MDB_APPEND` (pages filled in order, no search of the tree and no page split), in
+    /// transactions of at most 64 MiB of images, as recovery's replay commits (`LogApplier.maxBatchBytes`), then
+    /// syncs LMDB once, as recovery's checkpoint does. Recovery does all of that and more: it reads and checks the
+    /// log, puts in an order it does not choose, writes each entry's records beside its blob, and retires the log. Where the faster of the two rows runs below a rate,
     /// recovery through LMDB does not reach it in that run.
     static func lmdbAppendLoad(_ options: BenchmarkOptions, set: ImageSet, writeMap: Bool) -> Measurement {
         let directory = options.scratch("recover-append")
@@ -233,8 +234,9 @@ enum MaintenanceCases {
         }
         settleBeforeTiming(options)
         let t0 = BenchmarkRunner.nanoseconds()
-        let lmdb = RawLMDB(name: "lmdb append load", path: directory + "/lmdb", writeMap: writeMap, noMetaSync: true)
+        let lmdb = RawLMDB(name: "lmdb append load", path: directory + "/lmdb", writeMap: writeMap, noMetaSync: true, noSync: true)
         for transaction in transactions { lmdb.append(keys: transaction.keys, images: transaction.images) }
+        lmdb.sync()
         lmdb.close()
         return oneRecovery("lmdb sorted append load\(writeMap ? ", writemap" : "") (bound)", bytes: set.totalBytes, since: t0)
     }

@@ -210,6 +210,12 @@ final class RawLMDB: StoreSystem {
         Self.check(mdb_txn_commit(txn), "mdb_txn_commit")
     }
 
+    /// Makes every commit durable (`mdb_env_sync(env, 1)`): what an `MDB_NOSYNC` environment's owner does at a
+    /// checkpoint.
+    func sync() {
+        Self.check(mdb_env_sync(env.pointer, 1), "mdb_env_sync")
+    }
+
     func get(_ url: String, thread: Int) -> Data? {
         withValue(url, thread: thread) { Data($0) }
     }

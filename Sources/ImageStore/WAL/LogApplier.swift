@@ -6,9 +6,11 @@ import Synchronization
 /// one transaction each (which also records the last applied sequence number), on the durable
 /// tier's writer queue, in sequence order.
 ///
-/// Every commit syncs LMDB's data pages (`MDB_NOMETASYNC` skips only the meta page), so a
-/// transaction per group commit would cost the disk one more sync for each of the log's. The
-/// applier therefore gathers: when it finds less than `coalesceBytes` queued, it waits up to
+/// The measurements below were taken while every commit synced LMDB's data pages
+/// (`MDB_NOMETASYNC` skipped only the meta page). Since a checkpoint pins its snapshot
+/// (`LMDB/MetaPages.swift`), commits between checkpoints sync nothing, but each still writes its
+/// pages, and a transaction per group commit writes the B-tree's upper pages once per commit.
+/// The applier therefore gathers: when it finds less than `coalesceBytes` queued, it waits up to
 /// `gatherDelay` (10 ms by default) for more before it commits, unless someone waits for it
 /// (`waitUntilApplied`: a settle, a checkpoint, a close) or applying has stopped. Acknowledging a
 /// put never waits for the applier (reads of unapplied records come from the pending index), so

@@ -134,8 +134,10 @@
 //    deletes those beyond `SegmentRecycler.maxSpares` after the open (`SegmentRecycler.trim`).
 //
 // ## Checkpoint (on a size policy, on close, and on demand)
-// Apply everything written, `mdb_env_sync(env, 1)` (LMDB runs with `MDB_NOMETASYNC`, so its
-// commits sync data pages but not the meta page), then recycle or delete every segment whose
+// Apply everything written, `mdb_env_sync(env, 1)` (between checkpoints the writer commits
+// without syncing, `MDB_NOSYNC`; the checkpoint then keeps LMDB's meta pages in
+// `lmdb-checkpoint` and pins its snapshot, `LMDB/MetaPages.swift`, and an open after a crash
+// goes back to them before replaying), then recycle or delete every segment whose
 // records are all applied, and fsync the directory. A failed `mdb_env_sync` is never retried:
 // the store stops taking writes (reads go on) and the next open recovers from the log. A failed
 // retirement gives its segments back to the log, for the next checkpoint to retire.

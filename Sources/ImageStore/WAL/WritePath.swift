@@ -283,25 +283,34 @@ final class WritePath: Sendable {
         return admitted ? (need, logged) : nil
     }
 
-    /// Settles, checkpoints LMDB (its pin then frees the pages removals freed since the last
-    /// one), measures the map once more, then admits `entry` or refuses it.
+    /// Checkpoints LMDB and measures the map (pages freed since the last checkpoint are pinned
+    /// until the next, `LMDB/MetaPages.swift`) and admits `entry`; or settles, measures the map
+    /// once more, then admits `entry` or refuses it.
     /// - Throws: `storeFull` when it does not fit in the map, `noRoomForWrite` when the disk
-    ///   cannot take it; what `admitNow`, `settle` and the checkpoint throw.
+    ///   cannot take it; what `admitNow` and `settle` throw.
     private func admitAfterSettling(_ entry: LogEntry) throws(ImageStoreError) -> (need: Int, logged: Int) {
+        try checkpointAndMeasure()
+        if let admitted = try admitNow(entry) { return admitted }
         try settle()
-        // On the writer queue: a measurement taken here while the applier applied a batch and
-        // set its own (smaller) one could land after it and undo it, counting room that batch
-        // had just used, so a put admitted on it could find the map full when applied.
+        try checkpointAndMeasure()
+        guard let admitted = try admitNow(entry) else { throw .storeFull(path: directory, limit: tier.maxMapSize) }
+        return admitted
+    }
+
+    /// On the writer queue: checkpoints LMDB (a failure is reported to the event handler, and
+    /// the measurement counts what the old pin holds back), then measures the map. On the queue,
+    /// because a measurement taken while the applier applied a batch and set its own (smaller)
+    /// one could land after it and undo it, counting room that batch had just used, so a put
+    /// admitted on it could find the map full when applied.
+    private func checkpointAndMeasure() throws(ImageStoreError) {
         try ImageStoreError.rethrowing(path: directory, operation: "measuring free space") {
             try tier.writer.sync {
-                if !tier.isRefusingWrites { try tier.sync() }
+                if !tier.isRefusingWrites { counters.events.attempt(.checkpoint) { () throws(ImageStoreError) in try tier.sync() } }
                 let measured = try tier.availableBytes()
                 admissionWillRecordMeasurement?()
                 space.measured(measured)
             }
         }
-        guard let admitted = try admitNow(entry) else { throw .storeFull(path: directory, limit: tier.maxMapSize) }
-        return admitted
     }
 
     /// Refuses a put the disk cannot take: the disk must hold its `logged` log bytes and the

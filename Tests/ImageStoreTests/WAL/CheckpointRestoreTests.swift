@@ -1,6 +1,7 @@
 import Foundation
 import ImageStore
 import ImageStoreTestSupport
+import LMDB
 import Testing
 
 /// The writer commits to LMDB without syncing between checkpoints (`LMDB/MetaPages.swift`): a
@@ -29,14 +30,27 @@ import Testing
         }
     }
 
-    /// Waits until the applier has committed past `transaction` `commits` times (the log
-    /// acknowledged the puts; LMDB gets them a moment later).
-    private static func waitForCommits(in file: String, after transaction: UInt64, commits: UInt64) throws {
+    /// Waits until LMDB holds every put acknowledged so far (`statistics()` settles the log),
+    /// with no checkpoint, and checks that it committed after the checkpoint at `transaction`.
+    private static func settle(_ store: ImageStore, file: String, after transaction: UInt64) throws {
+        _ = try store.statistics()
+        #expect(try newestTransaction(of: file) > transaction, "LMDB committed after the checkpoint")
+    }
+
+    /// Waits until this process has released the abandoned store's LMDB environment (its last
+    /// references go on the store's own queues): an open meanwhile would get that environment,
+    /// whose pages are whole, and restore nothing.
+    private static func waitUntilReleased(_ directory: String) throws {
         let deadline = Date().addingTimeInterval(20)
-        while try newestTransaction(of: file) < transaction + commits {
-            guard Date() < deadline else { throw CocoaError(.fileReadUnknown) }
-            usleep(5_000)
+        while Environment.isOpenInThisProcess(path: directory) {
+            guard Date() < deadline else { throw CocoaError(.fileLocking) }
+            usleep(2_000)
         }
+    }
+
+    /// Whether `lmdb-checkpoint` says a writer may have committed after its pages (byte 30).
+    private static func keptPagesSayAWriterIsOpen(_ directory: String) throws -> Bool {
+        try Data(contentsOf: URL(fileURLWithPath: directory + "/lmdb-checkpoint"))[30] == 1
     }
 
     /// Puts `range` of `LogTest.smallEntry`, each in a transaction of its own.
@@ -67,9 +81,11 @@ import Testing
                     _ = try store.remove(LogTest.smallEntry(n).url)
                     expected[LogTest.smallEntry(n).url] = nil
                 }
-                try Self.waitForCommits(in: file, after: checkpointed, commits: 3)
+                try Self.settle(store, file: file, after: checkpointed)
                 store.abandonForTesting()
             }
+            try Self.waitUntilReleased(directory)
+            #expect(try Self.keptPagesSayAWriterIsOpen(directory))
             // A power cut that kept the newest meta pages and nothing else written since.
             let now = try Data(contentsOf: URL(fileURLWithPath: file))
             var torn = atCheckpoint
@@ -105,14 +121,16 @@ import Testing
                     }
                     expected.merge(try Self.put((100 + round * 20)..<(120 + round * 20), into: store)) { $1 }
                 }
-                try Self.waitForCommits(in: file, after: checkpointed, commits: 4)
+                try Self.settle(store, file: file, after: checkpointed)
                 store.abandonForTesting()
             }
+            try Self.waitUntilReleased(directory)
+            #expect(try Self.keptPagesSayAWriterIsOpen(directory))
             // Every page written, as after a kill: the open rolls back to the checkpoint (whose
             // tree must be intact) and replays the log over it.
             let store = try ImageStore(path: directory, configuration: configuration())
             defer { store.close() }
-            #expect(store.recoveryReport.recordsReplayed > 0)
+            #expect(store.recoveryReport.recordsReplayed > 0, "rolled back, then replayed: \(store.recoveryReport)")
             for (url, data) in expected { #expect(try store.get(url)?.data == data, "\(url)") }
             try checkConsistency(of: store)
         }
@@ -128,9 +146,10 @@ import Testing
                 try store.checkpoint()
                 let transaction = try Self.newestTransaction(of: file)
                 _ = try Self.put(30..<90, into: store)
-                try Self.waitForCommits(in: file, after: transaction, commits: 3)
+                try Self.settle(store, file: file, after: transaction)
                 store.abandonForTesting()
             }
+            try Self.waitUntilReleased(directory)
             var readOnly = configuration()
             readOnly.readOnly = true
             do {
@@ -153,15 +172,34 @@ import Testing
                 store.close()
             }
             #expect(FileManager.default.fileExists(atPath: directory + "/lmdb-checkpoint"))
-            let store = try ImageStore(path: directory, configuration: configuration(maxReaders: 4))
-            // Gone before its first commit: no snapshot of it is pinned any more.
-            #expect(!FileManager.default.fileExists(atPath: directory + "/lmdb-checkpoint"))
-            _ = try Self.put(10..<20, into: store)
-            store.abandonForTesting()
+            do {
+                let store = try ImageStore(path: directory, configuration: configuration(maxReaders: 4))
+                // Gone before its first commit: no snapshot of it is pinned any more.
+                #expect(!FileManager.default.fileExists(atPath: directory + "/lmdb-checkpoint"))
+                _ = try Self.put(10..<20, into: store)
+                store.abandonForTesting()
+            }
+            try Self.waitUntilReleased(directory)
             let reopened = try ImageStore(path: directory, configuration: configuration(maxReaders: 4))
             defer { reopened.close() }
             for n in 0..<20 { #expect(try reopened.get(LogTest.smallEntry(n).url)?.data == LogTest.smallEntry(n).data) }
             try checkConsistency(of: reopened)
+        }
+    }
+
+    @Test func aKilledWriterThatOverwroteItsKeysOverAndOverOpensWhole() throws {
+        try withTemporaryDirectory { directory throws in
+            let writer = try ChildProcess.Collecting(ChildProcess.product("imgstore-test-child"), ["churn", directory, "2", "sync", "12"])
+            #expect(writer.wait(for: "ready"))
+            usleep(300_000)
+            _ = writer.kill()
+            #expect(try Self.keptPagesSayAWriterIsOpen(directory))
+            let store = try ImageStore(path: directory, configuration: LogTest.configuration())
+            defer { store.close() }
+            let entries = try store.entries()
+            #expect(!entries.isEmpty)
+            for entry in entries { #expect(try store.get(entry.url)?.data.count == entry.byteCount, "\(entry.url)") }
+            try checkConsistency(of: store)
         }
     }
 
@@ -170,6 +208,7 @@ import Testing
             let store = try ImageStore(path: directory, configuration: configuration())
             _ = try Self.put(0..<10, into: store)
             store.close()
+            #expect(try !Self.keptPagesSayAWriterIsOpen(directory))
             let kept = try Data(contentsOf: URL(fileURLWithPath: directory + "/lmdb-checkpoint"))
             let file = try Data(contentsOf: URL(fileURLWithPath: directory + "/data.mdb"))
             // The file's header (32 bytes) precedes the two kept meta-page prefixes.
