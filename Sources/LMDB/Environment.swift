@@ -46,6 +46,9 @@ package final class Environment: Sendable {
     let pageSize: Int
     /// The read transaction that holds the checkpointed snapshot (`MetaPages.swift`), or nil.
     let pin = LockedValue<PinnedSnapshot?>(nil)
+    /// The first failed checkpoint sync of this environment, kept by its writer: once a sync
+    /// failed, no later one is trusted (the kernel may have dropped the pages it could not write).
+    package let syncFailure = LockedValue<(any Error)?>(nil)
 
     private init(handle: OpaquePointer, lockFile: LockFile?, path: String, options: EnvironmentOptions, identity: FileIdentity) {
         self.storedHandle = handle

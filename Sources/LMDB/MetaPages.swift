@@ -152,9 +152,10 @@ extension Environment {
         }
     }
 
-    /// Ends the pinned read transaction, if any. The caller holds the gate exclusively or is
-    /// closing the handle: no commit may rely on the pin afterwards.
-    func unpin() {
+    /// Ends the pinned read transaction, if any. No commit may rely on the pin afterwards: the
+    /// caller holds the gate exclusively, is closing the handle, or made commits synced and
+    /// removed the file that named the snapshot.
+    package func unpin() {
         if let old = pin.withLock({ pin in defer { pin = nil }; return pin }) { mdb_txn_abort(old.transaction) }
     }
 

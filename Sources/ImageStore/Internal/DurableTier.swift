@@ -79,7 +79,13 @@ final class DurableTier: Sendable {
         // The last checkpoint's meta pages, for the open to go back to when the last writer
         // stopped after commits it did not sync (`LMDB/MetaPages.swift`, rule 3). Only under
         // the writer lock: a read-only open takes it for the open when no writer holds it.
-        let checkpoint = isNew ? nil : try CheckpointFile.load(in: path)
+        var checkpoint: CheckpointFile.Kept?
+        do { checkpoint = isNew ? nil : try CheckpointFile.load(in: path) } catch {
+            // A reader cannot restore without it anyway: it reads LMDB as it stands, as it
+            // would beside a writer. A writer refuses (it would build on a state it cannot trust).
+            guard readOnly else { throw error }
+            checkpoint = nil
+        }
         let mayRestore = checkpoint?.writerOpen ?? false
         let restoringLock = readOnly && mayRestore ? WriterLock.probe(directory: path) : nil
         var options = EnvironmentOptions()
@@ -123,6 +129,12 @@ final class DurableTier: Sendable {
                 databases = try environment.write { txn in try openDatabases(txn, isNew: isNew, readOnly: readOnly, path: path) }
             }
             if isNew { try StoreCreation.makeDurable(environment, path: path, fileSystem: configuration.logFileSystem) }
+            if !readOnly && !isNew {
+                // Opening the databases may have written the format record (an upgrade to this
+                // version): durable, and kept, before any unsynced commit.
+                try Self.checkpoint(environment, path: path, maxMapSize: options.maxMapSize, kept: &kept,
+                                    keepsCheckpoints: configuration.maxReaders >= minimumReadersForCheckpoints)
+            }
             let tier = DurableTier(environment: environment, path: path, maxMapSize: options.maxMapSize,
                                    databases: databases, keyHasher: configuration.keyHasher,
                                    checkpoint: kept, keepsCheckpoints: !readOnly && configuration.maxReaders >= minimumReadersForCheckpoints)
@@ -335,8 +347,13 @@ final class DurableTier: Sendable {
     /// file is saved before the pin moves (a failed save leaves the old pin on the old file).
     static func checkpoint(_ environment: Environment, path: String, maxMapSize: Int, kept: inout CheckpointFile.Kept?,
                            keepsCheckpoints: Bool) throws(ImageStoreError) {
+        if let failure = environment.syncFailure.withLock({ $0 }) as? ImageStoreError { throw failure }
         do { try environment.sync(force: true) } catch {
-            throw .from(error, path: path, operation: "syncing LMDB", maxMapSize: maxMapSize)
+            // Sticky: a later sync may succeed after the kernel dropped the pages this one could
+            // not write, and a checkpoint on it would name them (`syncFailure`).
+            let failure = ImageStoreError.from(error, path: path, operation: "syncing LMDB", maxMapSize: maxMapSize)
+            environment.syncFailure.withLock { $0 = $0 ?? failure }
+            throw failure
         }
         do {
             guard keepsCheckpoints else {
@@ -345,14 +362,22 @@ final class DurableTier: Sendable {
             }
             let now = CheckpointFile.Kept(pages: try environment.metaPages(), writerOpen: true)
             if kept != now {
-                try CheckpointFile.save(now, in: path)
+                do { try CheckpointFile.save(now, in: path) } catch {
+                    // No room or no right to write it (a full disk): commits sync, as without
+                    // checkpoints; the old file (and its pin) stay until that is safe.
+                    try forgetCheckpoint(environment, path: path, kept: &kept)
+                    return
+                }
                 kept = now
             }
             do {
                 try environment.pinNewestSnapshot(expecting: now.pages.newestTransaction)
-            } catch LMDBError.readersFull {
+            } catch {
+                // No pin (no reader slot; or an error): commits sync and the file goes, so no
+                // commit ever runs unpinned while it names this data file.
                 try forgetCheckpoint(environment, path: path, kept: &kept)
-                return
+                if error == .readersFull { return }
+                throw error
             }
             try environment.setUnsyncedCommits(true)
         } catch let error as ImageStoreError {
@@ -372,6 +397,7 @@ final class DurableTier: Sendable {
         }
         try FileSystem.sync(path)
         kept = nil
+        environment.unpin()  // nothing names its snapshot now; its reader slot and pages go back
     }
 
     /// Bytes the map can still take: what it may grow to, minus pages in use, plus pages on
@@ -518,7 +544,16 @@ final class DurableTier: Sendable {
         // into it around the log records it lacks. Only the salvage writes, to a fresh file.
         try checkAcceptingWrites()
         do {
-            return try environment.write(reserving: bytes, body)
+            do {
+                return try environment.write(reserving: bytes, body)
+            } catch LMDBError.mapFull where keepsCheckpoints {
+                // Pages freed since the last checkpoint are pinned until the next
+                // (`LMDB/MetaPages.swift`): one now lets LMDB reuse them, then the same once more.
+                try sync()
+                return try environment.write(reserving: bytes, body)
+            }
+        } catch let error as ImageStoreError {
+            throw error
         } catch LMDBError.ioError where FileSystem.availableBytes(at: path).map({ $0 < bytes + (1 << 20) }) ?? false {
             throw .diskFull(path: path)
         } catch {

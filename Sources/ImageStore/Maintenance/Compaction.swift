@@ -153,8 +153,12 @@ extension ImageStore {
             }) { txn in
                 try DurableTier.openDatabases(txn, isNew: false, readOnly: false, path: path)
             }
-        } catch LMDBError.busy {
-            throw Self.inUse(path, by: "another process")
+        } catch {
+            // The old file (or what `install` left) is open again on a new handle, unpinned,
+            // while `lmdb-checkpoint` may name it: a checkpoint before any commit.
+            try tier.sync()
+            if case LMDBError.busy = error { throw Self.inUse(path, by: "another process") }
+            throw error
         }
         // Invariant: LMDB numbers databases in the order they are opened, so the
         // handles the store holds are valid for the new file.

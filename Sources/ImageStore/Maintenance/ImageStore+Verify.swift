@@ -83,6 +83,8 @@ extension ImageStore {
         let result = try tier.verify(options)
         if !result.findings.isEmpty {
             memory?.invalidate(try tier.repair(result.findings, now: now))
+            // Not in the log: durable (and kept) now, or a crash would undo it.
+            try tier.sync()
             counters.quarantined(result.findings)
         }
         return result
@@ -138,7 +140,13 @@ extension ImageStore {
     public func purgeQuarantine() throws(ImageStoreError) -> Int {
         try checkOpen()
         guard writes != nil else { throw .readOnly(path: path) }
-        return try ImageStoreError.rethrowing(path: path, operation: "purging the quarantine") { try tier.writer.sync { try tier.purgeQuarantine() } }
+        return try ImageStoreError.rethrowing(path: path, operation: "purging the quarantine") {
+            try tier.writer.sync {
+                let purged = try tier.purgeQuarantine()
+                try tier.sync()  // not in the log: durable now, or a crash would undo it
+                return purged
+            }
+        }
     }
 
     /// The problems `verify` finds, as sentences: what every test checks last. Not public API.
