@@ -15,13 +15,17 @@ import LMDB
 /// | 28     | 2    | bytes kept per meta page, P (`MetaPages.prefixBytes`)    |
 /// | 30     | 1    | 1 while a writer may commit unsynced after these pages; 0 once it closed (synced) |
 /// | 31     | 1    | 0                                                        |
-/// | 32     | 2P   | the first P bytes of meta page 0, then of meta page 1    |
-/// | 32+2P  | 8    | `MetaPages.rootsChecksum`: XXH3-64 of the root pages they name |
-/// | 40+2P  | 8    | XXH3-64 of everything before it                          |
+/// | 32     | 4    | pid of the writer that saved it                          |
+/// | 36     | 4    | 0                                                        |
+/// | 40     | 2P   | the first P bytes of meta page 0, then of meta page 1    |
+/// | 40+2P  | 8    | `MetaPages.rootsChecksum`: XXH3-64 of the root pages they name |
+/// | 48+2P  | 8    | XXH3-64 of everything before it                          |
 ///
 /// An open goes back to the kept pages only when byte 30 is 1: after a clean close, LMDB is
-/// whole as it stands, and a change made to it since (a tool, a test's damage) stays.
-///
+/// whole as it stands, and a change made to it since (a tool, a test's damage) stays. A reader
+/// that finds byte 30 set while a writer holds the store waits until that writer has saved the
+/// file itself (its pid at 32): only then has it restored what a crash left (`DurableTier.open`).
+
 /// It is replaced whole (written beside, synced, renamed over, directory synced), so a reader
 /// finds the old file or the new one, never a mix.
 enum CheckpointFile {
@@ -30,11 +34,13 @@ enum CheckpointFile {
         var pages: MetaPages
         /// Whether a writer may have committed without syncing after `pages` (it did not close).
         var writerOpen: Bool
+        /// The process that saved the file.
+        var writerPid: Int32 = getpid()
     }
 
     static let fileName = "lmdb-checkpoint"
     private static let magic = Array("IMGLMCKP".utf8)
-    private static var byteCount: Int { 32 + 2 * MetaPages.prefixBytes + 16 }
+    private static var byteCount: Int { 40 + 2 * MetaPages.prefixBytes + 16 }
 
     static func path(in directory: String) -> String { directory + "/" + fileName }
 
@@ -55,13 +61,15 @@ enum CheckpointFile {
             guard raw.count == byteCount, raw.prefix(8).elementsEqual(magic),
                   reader.integer(at: 24, as: UInt32.self).map(Int.init) ?? 0 >= MetaPages.prefixBytes,
                   reader.integer(at: 28, as: UInt16.self) == UInt16(MetaPages.prefixBytes), raw[30] <= 1, raw[31] == 0,
+                  reader.integer(at: 36, as: UInt32.self) == 0,
                   reader.integer(at: byteCount - 8, as: UInt64.self) == Checksum.xxh3(raw.baseAddress, byteCount - 8)
             else { return nil }
             return Kept(pages: MetaPages(
                 dataFile: FileIdentity(device: reader.integer(at: 8)!, inode: reader.integer(at: 16)!),
                 pageSize: Int(reader.integer(at: 24, as: UInt32.self)!),
-                bytes: Array(raw[32..<(32 + 2 * MetaPages.prefixBytes)]),
-                rootsChecksum: reader.integer(at: 32 + 2 * MetaPages.prefixBytes)!), writerOpen: raw[30] == 1)
+                bytes: Array(raw[40..<(40 + 2 * MetaPages.prefixBytes)]),
+                rootsChecksum: reader.integer(at: 40 + 2 * MetaPages.prefixBytes)!), writerOpen: raw[30] == 1,
+                writerPid: reader.integer(at: 32)!)
         }
         guard let kept else {
             throw .corruptStore(path: directory, detail: "\(fileName) is damaged, so a crash of the last writer cannot be undone safely; `imgstore-admin verify --repair` rebuilds the data file from what it can read")
@@ -80,6 +88,8 @@ enum CheckpointFile {
         withUnsafeBytes(of: UInt32(pages.pageSize).littleEndian) { bytes += $0 }
         withUnsafeBytes(of: UInt16(MetaPages.prefixBytes).littleEndian) { bytes += $0 }
         bytes += [kept.writerOpen ? 1 : 0, 0]
+        withUnsafeBytes(of: kept.writerPid.littleEndian) { bytes += $0 }
+        bytes += [0, 0, 0, 0]
         bytes += pages.bytes
         withUnsafeBytes(of: pages.rootsChecksum.littleEndian) { bytes += $0 }
         let checksum = bytes.withUnsafeBytes { Checksum.xxh3($0.baseAddress, $0.count) }

@@ -86,8 +86,8 @@ final class DurableTier: Sendable {
             guard readOnly else { throw error }
             checkpoint = nil
         }
+        let restoringLock = readOnly ? try awaitRestoredOrProbe(path, checkpoint: &checkpoint) : nil
         let mayRestore = checkpoint?.writerOpen ?? false
-        let restoringLock = readOnly && mayRestore ? WriterLock.probe(directory: path) : nil
         var options = EnvironmentOptions()
         options.initialMapSize = configuration.initialMapSize
         options.maxMapSize = max(configuration.maxMapSize, configuration.initialMapSize)
@@ -144,6 +144,30 @@ final class DurableTier: Sendable {
             throw .from(error, path: path, operation: "reading the store's metadata", maxMapSize: options.maxMapSize)
         }
     }
+
+    /// For a read-only open of a store whose last writer did not close (`checkpoint` says so):
+    /// the writer lock, taken to restore the checkpoint when no writer holds it; or nil once the
+    /// writer that holds it has kept a checkpoint of its own (it has restored what a crash left,
+    /// and LMDB is whole as it stands). Waits for that, at most `restoreWaitSeconds`: opening
+    /// LMDB meanwhile could read a state a power cut tore, and would keep that writer from
+    /// restoring it. `checkpoint` is reloaded while waiting.
+    /// - Throws: `storage` when the writer does not get there in time; what loading throws.
+    private static func awaitRestoredOrProbe(_ path: String, checkpoint: inout CheckpointFile.Kept?) throws(ImageStoreError) -> WriterLock? {
+        let deadline = Date().addingTimeInterval(restoreWaitSeconds)
+        while let kept = checkpoint, kept.writerOpen {
+            if let lock = WriterLock.probe(directory: path) { return lock }
+            guard let holder = WriterLock.holderPid(directory: path), holder != kept.writerPid else { return nil }
+            guard Date() < deadline else {
+                throw .storage(path: path, detail: "its writer (pid \(holder)) has not yet recovered it after its last writer stopped; open it again in a moment")
+            }
+            usleep(10_000)
+            checkpoint = try CheckpointFile.load(in: path)
+        }
+        return nil
+    }
+
+    /// How long a read-only open waits for a starting writer to recover the store.
+    static let restoreWaitSeconds: TimeInterval = 10
 
     /// Opens (creating in a new store) the store's databases, checking the format record.
     static func openDatabases(_ txn: borrowing Transaction, isNew: Bool, readOnly: Bool, path: String) throws -> [Database] {

@@ -63,6 +63,13 @@ final class WriterLock: Sendable {
         wrotePid = true
     }
 
+    /// The pid the lock's holder wrote into `writer.lock` (the last holder's, if none holds it
+    /// now and it did not clear it), or nil when there is none to read.
+    static func holderPid(directory: String) -> Int32? {
+        guard let contents = FileManager.default.contents(atPath: directory + "/" + fileName) else { return nil }
+        return Int32(String(decoding: contents, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
     /// Who holds the lock, for the error: "pid N", or why that is unknown.
     private static func holder(_ path: String) -> String {
         let pid: String

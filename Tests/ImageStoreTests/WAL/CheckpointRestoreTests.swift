@@ -211,9 +211,9 @@ import Testing
             #expect(try !Self.keptPagesSayAWriterIsOpen(directory))
             let kept = try Data(contentsOf: URL(fileURLWithPath: directory + "/lmdb-checkpoint"))
             let file = try Data(contentsOf: URL(fileURLWithPath: directory + "/data.mdb"))
-            // The file's header (32 bytes) precedes the two kept meta-page prefixes.
-            #expect(kept.subdata(in: 32..<(32 + Self.metaBytes)) == file.prefix(Self.metaBytes))
-            #expect(kept.subdata(in: (32 + Self.metaBytes)..<(32 + 2 * Self.metaBytes))
+            // The file's header (40 bytes) precedes the two kept meta-page prefixes.
+            #expect(kept.subdata(in: 40..<(40 + Self.metaBytes)) == file.prefix(Self.metaBytes))
+            #expect(kept.subdata(in: (40 + Self.metaBytes)..<(40 + 2 * Self.metaBytes))
                     == file.subdata(in: Self.pageSize..<(Self.pageSize + Self.metaBytes)))
         }
     }
