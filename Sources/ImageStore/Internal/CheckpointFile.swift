@@ -72,7 +72,7 @@ enum CheckpointFile {
                 writerPid: reader.integer(at: 32)!)
         }
         guard let kept else {
-            throw .corruptStore(path: directory, detail: "\(fileName) is damaged, so a crash of the last writer cannot be undone safely; `imgstore-admin verify --repair` rebuilds the data file from what it can read")
+            throw .corruptStore(path: directory, detail: "\(fileName) is damaged, so what a crash of the last writer left in data.mdb cannot be undone safely. Read-only opens read data.mdb as it stands; to write again, move \(fileName) away (data.mdb is then opened as it stands, and the log replayed over it) and run `imgstore-admin verify`, which reports damage a power cut left")
         }
         return kept
     }

@@ -203,6 +203,28 @@ import Testing
         }
     }
 
+    @Test func aDamagedCheckpointFileRefusesAWriterAndLetsAReaderReadLMDBAsItStands() throws {
+        try withTemporaryDirectory { directory throws in
+            do {
+                let store = try ImageStore(path: directory, configuration: configuration())
+                _ = try Self.put(0..<5, into: store)
+                store.close()
+            }
+            try FileCorruption.flipByte(at: 100, in: directory + "/lmdb-checkpoint")
+            #expect {
+                try ImageStore(path: directory, configuration: configuration())
+            } throws: { error in
+                guard case let .corruptStore(_, detail) = error as? ImageStoreError else { return false }
+                return detail.contains("lmdb-checkpoint is damaged") && detail.contains("move lmdb-checkpoint away")
+            }
+            var readOnly = configuration()
+            readOnly.readOnly = true
+            let reader = try ImageStore(path: directory, configuration: readOnly)
+            defer { reader.close() }
+            for n in 0..<5 { #expect(try reader.get(LogTest.smallEntry(n).url)?.data == LogTest.smallEntry(n).data) }
+        }
+    }
+
     @Test func aCleanCloseLeavesNothingToRestore() throws {
         try withTemporaryDirectory { directory throws in
             let store = try ImageStore(path: directory, configuration: configuration())
