@@ -37,6 +37,13 @@ import Testing
         #expect(try newestTransaction(of: file) > transaction, "LMDB committed after the checkpoint")
     }
 
+    /// A store holding the first `count` small entries, closed cleanly.
+    private func makeClosedStore(at directory: String, count: Int) throws {
+        let store = try ImageStore(path: directory, configuration: configuration())
+        _ = try Self.put(0..<count, into: store)
+        store.close()
+    }
+
     /// Waits until this process has released the abandoned store's LMDB environment (its last
     /// references go on the store's own queues): an open meanwhile would get that environment,
     /// whose pages are whole, and restore nothing.
@@ -166,11 +173,7 @@ import Testing
 
     @Test func aWriterWithoutAReaderSlotToSpareKeepsNoCheckpointAndSyncsEveryCommit() throws {
         try withTemporaryDirectory { directory throws in
-            do {
-                let store = try ImageStore(path: directory, configuration: configuration())
-                _ = try Self.put(0..<10, into: store)
-                store.close()
-            }
+            try makeClosedStore(at: directory, count: 10)
             #expect(FileManager.default.fileExists(atPath: directory + "/lmdb-checkpoint"))
             do {
                 let store = try ImageStore(path: directory, configuration: configuration(maxReaders: 4))
@@ -205,11 +208,7 @@ import Testing
 
     @Test func aDamagedCheckpointFileRefusesAWriterAndLetsAReaderReadLMDBAsItStands() throws {
         try withTemporaryDirectory { directory throws in
-            do {
-                let store = try ImageStore(path: directory, configuration: configuration())
-                _ = try Self.put(0..<5, into: store)
-                store.close()
-            }
+            try makeClosedStore(at: directory, count: 5)
             try FileCorruption.flipByte(at: 100, in: directory + "/lmdb-checkpoint")
             #expect {
                 try ImageStore(path: directory, configuration: configuration())
@@ -227,9 +226,7 @@ import Testing
 
     @Test func aCleanCloseLeavesNothingToRestore() throws {
         try withTemporaryDirectory { directory throws in
-            let store = try ImageStore(path: directory, configuration: configuration())
-            _ = try Self.put(0..<10, into: store)
-            store.close()
+            try makeClosedStore(at: directory, count: 10)
             #expect(try !Self.keptPagesSayAWriterIsOpen(directory))
             let kept = try Data(contentsOf: URL(fileURLWithPath: directory + "/lmdb-checkpoint"))
             let file = try Data(contentsOf: URL(fileURLWithPath: directory + "/data.mdb"))
