@@ -33,6 +33,9 @@ extension DurableTier {
     /// every write (a `removeAll` too) makes before it is logged. One lock, no I/O.
     func checkAcceptingWrites() throws(ImageStoreError) {
         if let refusal = writeRefusal.withLock({ $0 }) { throw refusal }
+        // Fail-stop after a failed LMDB sync (WALFormat.swift): commits are unsynced between
+        // checkpoints, and no later checkpoint may be trusted to have made them durable.
+        if let failure = environment.syncFailure.withLock({ $0 }) as? ImageStoreError { throw failure }
     }
 
     /// Checks LMDB's free list and every tree a write can touch (`Transaction.checkStructure`:

@@ -156,12 +156,16 @@ final class DurableTier: Sendable {
         let deadline = Date().addingTimeInterval(restoreWaitSeconds)
         while let kept = checkpoint, kept.writerOpen {
             if let lock = WriterLock.probe(directory: path) { return lock }
-            guard let holder = WriterLock.holderPid(directory: path), holder != kept.writerPid else { return nil }
+            // No pid yet (a writer between its lock and writing it) is waited for, like another.
+            let holder = WriterLock.holderPid(directory: path)
+            if holder == kept.writerPid { return nil }
             guard Date() < deadline else {
-                throw .storage(path: path, detail: "its writer (pid \(holder)) has not yet recovered it after its last writer stopped; open it again in a moment")
+                throw .storage(path: path, detail: "its writer (pid \(holder.map(String.init) ?? "unknown")) has not yet recovered it after its last writer stopped; open it again in a moment")
             }
             usleep(10_000)
-            checkpoint = try CheckpointFile.load(in: path)
+            do { checkpoint = try CheckpointFile.load(in: path) } catch {
+                return nil  // damaged meanwhile: read LMDB as it stands, as the first load would
+            }
         }
         return nil
     }
@@ -419,8 +423,8 @@ final class DurableTier: Sendable {
         guard unlink(file) == 0 || errno == ENOENT else {
             throw ImageStoreError.storage(path: path, detail: "removing \(CheckpointFile.fileName): \(String(cString: strerror(errno)))")
         }
+        kept = nil  // gone: a later checkpoint saves it again, even if the directory's sync fails
         try FileSystem.sync(path)
-        kept = nil
         environment.unpin()  // nothing names its snapshot now; its reader slot and pages go back
     }
 
