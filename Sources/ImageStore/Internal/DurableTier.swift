@@ -156,9 +156,12 @@ final class DurableTier: Sendable {
         let deadline = Date().addingTimeInterval(restoreWaitSeconds)
         while let kept = checkpoint, kept.writerOpen {
             if let lock = WriterLock.probe(directory: path) { return lock }
-            // No pid yet (a writer between its lock and writing it) is waited for, like another.
+            // The writer that saved the file holds the lock, alive. Otherwise wait: a writer
+            // that has not saved it yet; no pid yet (a writer between its lock and writing it);
+            // or a dead writer's pid, left by a reader that holds the lock to restore (a probe
+            // writes none).
             let holder = WriterLock.holderPid(directory: path)
-            if holder == kept.writerPid { return nil }
+            if let holder, holder == kept.writerPid, kill(holder, 0) == 0 || errno == EPERM { return nil }
             guard Date() < deadline else {
                 throw .storage(path: path, detail: "its writer (pid \(holder.map(String.init) ?? "unknown")) has not yet recovered it after its last writer stopped; open it again in a moment")
             }

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import ImageStore
 import ImageStoreTestSupport
 import LMDB
@@ -206,6 +207,39 @@ import Testing
         }
     }
 
+    /// Two readers starting together after a crash: the first holds the writer lock to restore
+    /// (writing no pid there, so the file still names the dead writer); the second must not open
+    /// LMDB until that is done, or it could read what a power cut tore and keep the restore from
+    /// happening. Here the test holds the lock as the first reader would.
+    @Test func aReaderWaitsWhileAnotherHoldsTheWriterLockOfADeadWriter() throws {
+        try withTemporaryDirectory { directory throws in
+            let writer = try ChildProcess.Collecting(ChildProcess.product("imgstore-test-child"), ["put", directory, "20", "sync"])
+            #expect(writer.wait(for: "ready"))
+            _ = writer.kill()
+            #expect(try Self.keptPagesSayAWriterIsOpen(directory))
+            let lockPath: String = directory + "/writer.lock"
+            let lock: Int32 = Glibc.open(lockPath, O_RDONLY)
+            try #require(lock >= 0)
+            let locked: Int32 = flock(lock, LOCK_EX)
+            try #require(locked == 0)
+            let order = Order()
+            let releaser = Thread {
+                usleep(300_000)
+                order.note("released")
+                _ = Glibc.close(lock)
+            }
+            releaser.start()
+            var readOnly: ImageStore.Configuration = LogTest.configuration()
+            readOnly.readOnly = true
+            let reader = try ImageStore(path: directory, configuration: readOnly)
+            order.note("opened")
+            defer { reader.close() }
+            let events: [String] = order.events
+            #expect(events == ["released", "opened"], "the reader waited for the lock's release")
+            #expect(try reader.verify().problems.isEmpty)
+        }
+    }
+
     @Test func aDamagedCheckpointFileRefusesAWriterAndLetsAReaderReadLMDBAsItStands() throws {
         try withTemporaryDirectory { directory throws in
             try makeClosedStore(at: directory, count: 5)
@@ -236,4 +270,13 @@ import Testing
                     == file.subdata(in: Self.pageSize..<(Self.pageSize + Self.metaBytes)))
         }
     }
+}
+
+/// Events noted by two threads, in the order they happened.
+private final class Order: @unchecked Sendable {
+    private let lock = NSLock()
+    private var noted: [String] = []
+
+    func note(_ event: String) { lock.withLock { noted.append(event) } }
+    var events: [String] { lock.withLock { noted } }
 }
