@@ -59,4 +59,29 @@ import Testing
             #expect(try store.get("https://x.test/small-after-full")?.data == Data([1, 2, 3]))
         }
     }
+
+    /// LMDB reuses no page the newest commit freed, and a checkpoint pins the newest snapshot:
+    /// a removal from a store too full for any put must still make room for the next one.
+    @Test func aRemovalFromAStoreTooFullForAnyPutMakesRoomForTheNext() throws {
+        try withTemporaryStore(makeConfiguration(initialMapSize: 256 << 10, maxMapSize: 2 << 20)) { store in
+            var random = SeededGenerator(seed: 11)
+            var count = 0
+            // Ever smaller puts, until not even one byte fits.
+            for size in [100 << 10, 10 << 10, 1] {
+                while true {
+                    do {
+                        try store.put(random.bytes(size), for: "https://x.test/\(count)")
+                        count += 1
+                    } catch ImageStoreError.storeFull {
+                        break
+                    }
+                }
+            }
+            #expect(count > 10)
+            #expect(try store.remove("https://x.test/0"))
+            try store.put(Data([1, 2, 3]), for: "https://x.test/after-removal")
+            #expect(try store.get("https://x.test/after-removal")?.data == Data([1, 2, 3]))
+            #expect(try store.statistics().entryCount == count)
+        }
+    }
 }

@@ -311,6 +311,18 @@ final class DurableTier: Sendable {
         }
     }
 
+    /// Commits a transaction that changes nothing (applied-seq rewritten as it stands), on the
+    /// writer queue. LMDB reuses no page its newest commit freed (`mdb_page_alloc` takes only
+    /// pages freed before the oldest snapshot still readable, and the newest is always one): a
+    /// removal's pages become reusable only once a commit follows it. A checkpoint after this
+    /// one (which pins this commit's snapshot) leaves them reusable.
+    func advance() throws(ImageStoreError) {
+        try writing("advancing past the last commit") { txn in
+            let applied = try txn.get(meta, key: StoreFormat.appliedSequenceKey).map(Array.init) ?? Self.encode(UInt64(0))
+            try txn.put(meta, key: StoreFormat.appliedSequenceKey, value: applied)
+        }
+    }
+
     /// Applies log records in one transaction that also records the last one's sequence
     /// number, so a crash leaves LMDB either before or after the whole batch.
     func apply(_ batch: [SequencedEntry]) throws(ImageStoreError) {

@@ -292,7 +292,8 @@ final class WritePath: Sendable {
         try checkpointAndMeasure()
         if let admitted = try admitNow(entry) { return admitted }
         try settle()
-        try checkpointAndMeasure()
+        // The pages a removal just applied freed are reusable only after one more commit.
+        try checkpointAndMeasure(advancing: true)
         guard let admitted = try admitNow(entry) else { throw .storeFull(path: directory, limit: tier.maxMapSize) }
         return admitted
     }
@@ -302,9 +303,13 @@ final class WritePath: Sendable {
     /// because a measurement taken while the applier applied a batch and set its own (smaller)
     /// one could land after it and undo it, counting room that batch had just used, so a put
     /// admitted on it could find the map full when applied.
-    private func checkpointAndMeasure() throws(ImageStoreError) {
+    ///
+    /// `advancing` commits once before (`DurableTier.advance`), so that the pages the newest
+    /// commit freed (a removal's) count.
+    private func checkpointAndMeasure(advancing: Bool = false) throws(ImageStoreError) {
         try ImageStoreError.rethrowing(path: directory, operation: "measuring free space") {
             try tier.writer.sync {
+                if advancing && !tier.isRefusingWrites { try tier.advance() }
                 if !tier.isRefusingWrites { counters.events.attempt(.checkpoint) { () throws(ImageStoreError) in try tier.sync() } }
                 let measured = try tier.availableBytes()
                 admissionWillRecordMeasurement?()
