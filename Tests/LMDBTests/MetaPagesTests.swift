@@ -35,6 +35,14 @@ import Testing
         return (environment, database, pages)
     }
 
+    /// A checkpoint of five commits, five more after it, and the environment closed: the kept
+    /// pages and the last committed transaction.
+    private func checkpointedThenCommitted(_ directory: String) throws -> (pages: MetaPages, last: UInt64) {
+        let (environment, database, pages) = try checkpointed(directory, count: 5)
+        try commit(environment, database, from: 100, count: 5)
+        return (pages, try environment.lastCommittedTransaction())
+    }
+
     @Test func theNewestTransactionOfTheMetaPagesIsTheLastCommitted() throws {
         try withTemporaryDirectory { directory throws in
             let environment = try Environment.open(path: directory, options: options())
@@ -70,14 +78,7 @@ import Testing
 
     @Test func anotherProcessWithTheEnvironmentOpenKeepsItsNewestState() throws {
         try withTemporaryDirectory { directory throws in
-            var pages: MetaPages
-            var last: UInt64
-            do {
-                let (environment, database, kept) = try checkpointed(directory, count: 5)
-                pages = kept
-                try commit(environment, database, from: 100, count: 5)
-                last = try environment.lastCommittedTransaction()
-            }
+            let (pages, last) = try checkpointedThenCommitted(directory)
             let holder = try ChildProcess.Collecting(ChildProcess.product("imgstore-test-child"), ["hold-open", directory])
             defer { _ = holder.kill() }
             #expect(holder.wait(for: "ready"))
@@ -88,14 +89,7 @@ import Testing
 
     @Test func keptPagesOfAnotherFileOrOfATreeNoLongerThereAreNotWrittenBack() throws {
         try withTemporaryDirectory { directory throws in
-            var pages: MetaPages
-            var last: UInt64
-            do {
-                let (environment, database, kept) = try checkpointed(directory, count: 5)
-                pages = kept
-                try commit(environment, database, from: 100, count: 5)
-                last = try environment.lastCommittedTransaction()
-            }
+            let (pages, last) = try checkpointedThenCommitted(directory)
             var elsewhere = pages
             elsewhere.dataFile.inode &+= 1
             do {

@@ -123,15 +123,18 @@ final class DurableTier: Sendable {
                                keepsCheckpoints: configuration.maxReaders >= minimumReadersForCheckpoints)
             }
             let databases: [Database]
+            var committed = false
             if readOnly {
                 databases = try environment.read { txn in try openDatabases(txn, isNew: isNew, readOnly: readOnly, path: path) }
             } else {
+                let before = try environment.lastCommittedTransaction()
                 databases = try environment.write { txn in try openDatabases(txn, isNew: isNew, readOnly: readOnly, path: path) }
+                committed = try environment.lastCommittedTransaction() != before
             }
             if isNew { try StoreCreation.makeDurable(environment, path: path, fileSystem: configuration.logFileSystem) }
-            if !readOnly && !isNew {
-                // Opening the databases may have written the format record (an upgrade to this
-                // version): durable, and kept, before any unsynced commit.
+            if committed && !isNew {
+                // Opening the databases wrote (the format record of an upgrade to this version):
+                // durable, and kept, before any unsynced commit.
                 try Self.checkpoint(environment, path: path, maxMapSize: options.maxMapSize, kept: &kept,
                                     keepsCheckpoints: configuration.maxReaders >= minimumReadersForCheckpoints)
             }

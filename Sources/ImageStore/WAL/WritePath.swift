@@ -349,10 +349,18 @@ final class WritePath: Sendable {
     }
 
     /// `segments` checkpointed, and LMDB even when there are none: everything applied becomes
-    /// what a crash rolls LMDB back to (`LMDB/MetaPages.swift`).
-    private func checkpointAll(_ segments: [UInt64]) throws(ImageStoreError) {
+    /// what a crash rolls LMDB back to (`LMDB/MetaPages.swift`). `closing` ends with LMDB's
+    /// closing checkpoint (`syncClosing`), even with no segment, for the commits outside the log
+    /// (access times, evictions, sweeps) since the last checkpoint, which the next open would
+    /// otherwise roll back.
+    private func checkpointAll(_ segments: [UInt64], closing: Bool = false) throws(ImageStoreError) {
         try checkpoint(segments)
-        if segments.isEmpty && !tier.isRefusingWrites { try tier.sync() }
+        guard !tier.isRefusingWrites else { return }
+        if closing {
+            try tier.syncClosing()
+        } else if segments.isEmpty {
+            try tier.sync()
+        }
     }
 
     /// Settles, closes the log, and retires all of it, so the next open has nothing to
@@ -369,19 +377,10 @@ final class WritePath: Sendable {
             if let last, last.lastSequence <= applied { segments.append(last.number) }
             // What is not retired stays on disk, below applied-seq: the next open skips it.
             counters.events.attempt(.closing) { () throws(ImageStoreError) in
-                try ImageStoreError.rethrowing(path: directory, operation: "checkpointing on close") { try tier.writer.sync { try checkpointClosing(segments) } }
+                try ImageStoreError.rethrowing(path: directory, operation: "checkpointing on close") { try tier.writer.sync { try checkpointAll(segments, closing: true) } }
             }
         }
         lock.withLock { $0 = nil }
-    }
-
-    /// The checkpoint of `close`: `segments`, and LMDB's closing checkpoint (`syncClosing`),
-    /// even with no segment, for the commits outside the log (access times, evictions, sweeps)
-    /// since the last checkpoint, which the next open would otherwise roll back
-    /// (`LMDB/MetaPages.swift`).
-    private func checkpointClosing(_ segments: [UInt64]) throws(ImageStoreError) {
-        try checkpoint(segments)
-        if !tier.isRefusingWrites { try tier.syncClosing() }
     }
 
     /// Stops without I/O on the calling thread, for `ImageStore.deinit`: the log stops taking

@@ -64,19 +64,24 @@ final class WriterLock: Sendable {
     }
 
     /// The pid the lock's holder wrote into `writer.lock` (the last holder's, if none holds it
-    /// now and it did not clear it), or nil when there is none to read.
+    /// now and it did not clear it), or nil when there is none to read (none written, or the
+    /// file unreadable: a caller waits then, as for a holder that has not written it yet).
     static func holderPid(directory: String) -> Int32? {
-        guard let contents = FileManager.default.contents(atPath: directory + "/" + fileName) else { return nil }
-        return Int32(String(decoding: contents, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        do { return Int32(try recordedPid(directory + "/" + fileName)) } catch { return nil }
     }
 
     /// Who holds the lock, for the error: "pid N", or why that is unknown.
     private static func holder(_ path: String) -> String {
         let pid: String
-        do { pid = try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) } catch {
+        do { pid = try recordedPid(path) } catch {
             return "pid unknown (\(WriterLock.fileName) cannot be read: \((error as NSError).localizedDescription))"
         }
         return pid.isEmpty ? "pid unknown" : "pid \(pid)"
+    }
+
+    /// What the holder wrote into the lock file at `path`, trimmed ("" when nothing).
+    private static func recordedPid(_ path: String) throws -> String {
+        try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     deinit {
