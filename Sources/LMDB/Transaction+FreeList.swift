@@ -71,6 +71,22 @@ extension Transaction {
         return total
     }
 
+    /// The page numbers on the free list, of every record (each record's count checked against
+    /// its room, as `freePageCount` does).
+    /// - Throws: as `freePageCount` does.
+    package func freePageNumbers() throws -> Set<Int> {
+        let word = MemoryLayout<Int>.size
+        var pages = Set<Int>()
+        try scan(Self.freeList) { key, value in
+            let transaction = key.count == word ? key.loadUnaligned(as: Int.self) : nil
+            for index in 0..<(try Self.pageCount(ofFreeRecord: value, transaction: transaction)) {
+                pages.insert(value.loadUnaligned(fromByteOffset: (index + 1) * word, as: Int.self))
+            }
+            return true
+        }
+        return pages
+    }
+
     /// LMDB's free-list database, `FREE_DBI` (0), which no named database handle reaches.
     static let freeList = Database(dbi: 0, name: "(free list)")
 

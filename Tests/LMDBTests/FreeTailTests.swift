@@ -10,19 +10,6 @@ import Testing
 /// and after a power cut the same holds for free pages whose writes were lost. Only pages a
 /// tree can reach must lie inside the file.
 @Suite struct FreeTailTests {
-    /// Page numbers on the free list.
-    private func freePages(_ environment: Environment) throws -> Set<Int> {
-        try environment.read { txn in
-            var pages = Set<Int>()
-            try txn.scan(Database(dbi: 0, name: "(free list)")) { _, value in
-                let ids = value.bindMemory(to: Int.self)
-                if let count = ids.first { pages.formUnion(ids.dropFirst().prefix(count)) }
-                return true
-            }
-            return pages
-        }
-    }
-
     /// Builds a store whose last pages are free: a large value written at the end of the file,
     /// then deleted, while enough pages freed earlier serve every later allocation.
     private func storeEndingInFreePages(_ directory: String) throws -> (live: [UInt8: [UInt8]], firstFree: Int, pageSize: Int) {
@@ -52,7 +39,7 @@ import Testing
             live[0] = [UInt8(round)]
         }
         let statistics = try environment.statistics()
-        let free = try freePages(environment)
+        let free = try environment.read { txn in try txn.freePageNumbers() }
         var firstFree = statistics.lastPageNumber
         while firstFree > 0 && free.contains(firstFree - 1) { firstFree -= 1 }
         try #require(free.contains(statistics.lastPageNumber), "the construction must end the file in free pages")
