@@ -12,7 +12,9 @@ enum ReadersCommand: AdminCommand {
             One line per slot: pid, thread, the snapshot it reads (- between transactions), and
             "stale" when its process is gone. A stale slot pins an old snapshot, so the file grows
             instead of reusing pages. The store clears them at open and at every sweep; --clear
-            does it now. Neither takes the writer lock.
+            does it now. Neither takes the writer lock, unless the last writer stopped without
+            closing and none holds it: then, as any read-only open, it restores the last checkpoint
+            first (or waits for a starting writer to).
             """)
 
     static func run(_ arguments: ParsedArguments, context: CommandContext) throws(CommandFailure) {

@@ -76,18 +76,7 @@ final class DurableTier: Sendable {
         // opening the databases) runs, before this.
         let writerLock = readOnly ? nil : try WriterLock(directory: path)
         if dataFile == .blank { try StoreCreation.discardBlankDataFile(in: path) }
-        // The last checkpoint's meta pages, for the open to go back to when the last writer
-        // stopped after commits it did not sync (`LMDB/MetaPages.swift`, rule 3). Only under
-        // the writer lock: a read-only open takes it for the open when no writer holds it.
-        var checkpoint: CheckpointFile.Kept?
-        do { checkpoint = isNew ? nil : try CheckpointFile.load(in: path) } catch {
-            // A reader cannot restore without it anyway: it reads LMDB as it stands, as it
-            // would beside a writer. A writer refuses (it would build on a state it cannot trust).
-            guard readOnly else { throw error }
-            checkpoint = nil
-        }
-        let restoringLock = readOnly ? try awaitRestoredOrProbe(path, checkpoint: &checkpoint) : nil
-        let mayRestore = checkpoint?.writerOpen ?? false
+        let (checkpoint, restoringLock, restore) = isNew ? (nil, nil, nil) : try keptCheckpoint(path: path, readOnly: readOnly)
         var options = EnvironmentOptions()
         options.initialMapSize = configuration.initialMapSize
         options.maxMapSize = max(configuration.maxMapSize, configuration.initialMapSize)
@@ -98,7 +87,7 @@ final class DurableTier: Sendable {
         // any record, so commits need not sync the meta page. Not MDB_NOSYNC at the open: only
         // a checkpoint that keeps its meta pages and pins its snapshot turns it on (`sync`).
         options.noMetaSync = !readOnly
-        if mayRestore && (writerLock != nil || restoringLock != nil) { options.checkpoint = checkpoint?.pages }
+        options.checkpoint = restore
         let environment: Environment
         do {
             environment = try withExtendedLifetime(restoringLock) { () throws(LMDBError) in
@@ -146,6 +135,27 @@ final class DurableTier: Sendable {
         } catch {
             throw .from(error, path: path, operation: "reading the store's metadata", maxMapSize: options.maxMapSize)
         }
+    }
+
+    /// The last checkpoint of the store at `path` (`CheckpointFile`), and the meta pages an open
+    /// is to go back to when the last writer stopped after commits it did not sync
+    /// (`LMDB/MetaPages.swift`, rule 3): only under the writer lock. A writer holds it; an open
+    /// that does not write (a read-only store, the reader table) takes it for the open when no
+    /// writer holds it (`restoringLock`, to keep until LMDB is open), or waits until the writer
+    /// that holds it has restored (`awaitRestoredOrProbe`).
+    /// - Throws: `corruptStore` for a damaged file when writing (a writer would build on a state
+    ///   it cannot trust; one that does not write reads LMDB as it stands, as beside a writer);
+    ///   what `awaitRestoredOrProbe` throws.
+    static func keptCheckpoint(path: String, readOnly: Bool) throws(ImageStoreError)
+        -> (kept: CheckpointFile.Kept?, restoringLock: WriterLock?, restore: MetaPages?) {
+        var checkpoint: CheckpointFile.Kept?
+        do { checkpoint = try CheckpointFile.load(in: path) } catch {
+            guard readOnly else { throw error }
+            checkpoint = nil
+        }
+        let restoringLock = readOnly ? try awaitRestoredOrProbe(path, checkpoint: &checkpoint) : nil
+        let mayRestore = (checkpoint?.writerOpen ?? false) && (!readOnly || restoringLock != nil)
+        return (checkpoint, restoringLock, mayRestore ? checkpoint?.pages : nil)
     }
 
     /// For a read-only open of a store whose last writer did not close (`checkpoint` says so):

@@ -210,8 +210,10 @@ import Testing
     /// Two readers starting together after a crash: the first holds the writer lock to restore
     /// (writing no pid there, so the file still names the dead writer); the second must not open
     /// LMDB until that is done, or it could read what a power cut tore and keep the restore from
-    /// happening. Here the test holds the lock as the first reader would.
-    @Test func aReaderWaitsWhileAnotherHoldsTheWriterLockOfADeadWriter() throws {
+    /// happening. Here the test holds the lock as the first reader would. The second is a
+    /// read-only store, or the reader table (`imgstore-admin readers`), which opens LMDB alone.
+    @Test(arguments: [false, true])
+    func aReaderWaitsWhileAnotherHoldsTheWriterLockOfADeadWriter(readerTable: Bool) throws {
         try withTemporaryDirectory { directory throws in
             let writer = try ChildProcess.Collecting(ChildProcess.product("imgstore-test-child"), ["put", directory, "20", "sync"])
             #expect(writer.wait(for: "ready"))
@@ -231,12 +233,19 @@ import Testing
             releaser.start()
             var readOnly: ImageStore.Configuration = LogTest.configuration()
             readOnly.readOnly = true
-            let reader = try ImageStore(path: directory, configuration: readOnly)
+            let reader: ImageStore?
+            if readerTable {
+                _ = try ImageStore.readerSlots(path: directory)
+                reader = nil
+            } else {
+                reader = try ImageStore(path: directory, configuration: readOnly)
+            }
             order.note("opened")
-            defer { reader.close() }
             let events: [String] = order.events
             #expect(events == ["released", "opened"], "the reader waited for the lock's release")
-            #expect(try reader.verify().problems.isEmpty)
+            let verifier = try reader ?? ImageStore(path: directory, configuration: readOnly)
+            defer { verifier.close() }
+            #expect(try verifier.verify().problems.isEmpty)
         }
     }
 
