@@ -1,5 +1,5 @@
 import Foundation
-import ImageStore
+@testable import ImageStore
 import ImageStoreTestSupport
 import Synchronization
 import Testing
@@ -57,6 +57,41 @@ import Testing
             #expect(try store.remove("https://x.test/0"))
             try store.put(Data([1, 2, 3]), for: "https://x.test/small-after-full")
             #expect(try store.get("https://x.test/small-after-full")?.data == Data([1, 2, 3]))
+        }
+    }
+
+    /// An entry's bytes need a run of pages in a row (LMDB's overflow pages), which free pages
+    /// scattered between other entries do not give: a put is admitted only with room for that
+    /// run past the pages in use, so an acknowledged put is always applied.
+    @Test func aPutLargerThanTheMapsUnusedEndIsRefusedEvenWithFreePagesScatteredEnough() throws {
+        try withTemporaryStore(makeConfiguration(initialMapSize: 256 << 10, maxMapSize: 2 << 20)) { store in
+            var random = SeededGenerator(seed: 5)
+            var count = 0
+            // Entries of two overflow pages each, until the map is full; then every other one
+            // removed: free runs of a few pages, scattered, half the map in all.
+            while true {
+                do {
+                    try store.put(random.bytes(5 << 10), for: "https://x.test/\(count)")
+                    count += 1
+                } catch ImageStoreError.storeFull {
+                    break
+                }
+            }
+            for n in stride(from: 0, to: count, by: 2) { #expect(try store.remove("https://x.test/\(n)")) }
+            try store.checkpoint()
+            try store.put(Data([1]), for: "https://x.test/after-removals")
+            try store.checkpoint()  // the removals' pages reusable now
+            let large = random.bytes(300 << 10)
+            do {
+                try store.put(large, for: "https://x.test/large")
+                #expect(try store.get("https://x.test/large")?.data == large)
+            } catch ImageStoreError.storeFull {
+                // Refused before it was logged: nothing to apply.
+            }
+            #expect(throws: Never.self, "applying every acknowledged put") { try store.writes?.settle() }
+            #expect(store.writes?.applier.failure == nil)
+            try store.put(Data([2]), for: "https://x.test/small")
+            #expect(try store.get("https://x.test/small")?.data == Data([2]))
         }
     }
 

@@ -338,10 +338,22 @@ final class DurableTier: Sendable {
 
     /// Applies log records in one transaction that also records the last one's sequence
     /// number, so a crash leaves LMDB either before or after the whole batch.
+    ///
+    /// A batch the map cannot hold in one transaction is applied in halves, in turn: admission
+    /// reserves each put's room alone, but the B-tree pages a transaction copies add up (a
+    /// batch of removals may copy every page of a tree), and pages a commit frees are reusable
+    /// only after the checkpoint that `writing` runs when the map is full. Each half records its
+    /// own last sequence number, so a crash between them replays from there.
     func apply(_ batch: [SequencedEntry]) throws(ImageStoreError) {
         guard !batch.isEmpty else { return }
         let bytes = batch.reduce(0) { if case let .put(_, data) = $1.entry { $0 + data.count } else { $0 } }
-        try writing("applying the log", bytes: bytes) { txn in try apply(batch, in: txn) }
+        do {
+            try writing("applying the log", bytes: bytes) { txn in try apply(batch, in: txn) }
+        } catch .storeFull where batch.count > 1 {
+            let middle = batch.count / 2
+            try apply(Array(batch[..<middle]))
+            try apply(Array(batch[middle...]))
+        }
     }
 
     /// Applies `batch` inside `txn` and records its last sequence number as applied-seq. `txn`
@@ -456,28 +468,33 @@ final class DurableTier: Sendable {
         environment.unpin()  // nothing names its snapshot now; its reader slot and pages go back
     }
 
-    /// Bytes the map can still take: what it may grow to, minus pages in use, plus pages on
-    /// LMDB's free list that it can reuse now. Pages freed by a transaction at least as new
-    /// as the oldest reader's snapshot (this read's own included) do not count: a reader in
-    /// any process pins them, and counting them would acknowledge puts that cannot be applied.
-    func availableBytes() throws(ImageStoreError) -> Int {
+    /// The room the map can still take (`MapRoom`): its unused end (what it may grow to, minus
+    /// pages in use), and that plus pages on LMDB's free list that it can reuse now. Pages freed
+    /// by a transaction at least as new as the oldest reader's snapshot (this read's own
+    /// included) do not count: a reader in any process pins them, and counting them would
+    /// acknowledge puts that cannot be applied.
+    ///
+    /// The map's last page does not count: LMDB never hands it out (`mdb_page_alloc` refuses a
+    /// run that would reach it, `pgno + num >= me_maxpg`).
+    func mapRoom() throws(ImageStoreError) -> MapRoom {
         let pages = try pageSpace()
-        return maxMapSize - pages.used + pages.reusable
+        let tail = max(0, maxMapSize - pages.used - pages.pageSize)
+        return MapRoom(total: tail + pages.reusable, tail: tail)
     }
 
-    /// Bytes of pages on LMDB's free list that a write can reuse now (as `availableBytes`
+    /// Bytes of pages on LMDB's free list that a write can reuse now (as `mapRoom`
     /// counts them): what the data file takes without growing, so without new disk space.
     func reusableBytes() throws(ImageStoreError) -> Int { try pageSpace().reusable }
 
-    private func pageSpace() throws(ImageStoreError) -> (used: Int, reusable: Int) {
+    private func pageSpace() throws(ImageStoreError) -> (used: Int, reusable: Int, pageSize: Int) {
         do {
             let stats = try environment.statistics()
             // A damaged free list cannot be read; no write is taken then (`writeRefusal`).
-            if writeRefusal.withLock({ $0 != nil }) { return (stats.usedBytes, 0) }
+            if writeRefusal.withLock({ $0 != nil }) { return (stats.usedBytes, 0, stats.pageSize) }
             let free = try environment.read { txn in
                 try txn.freePageCount(freedBefore: environment.oldestReaderTransaction())
             }
-            return (stats.usedBytes, free * stats.pageSize)
+            return (stats.usedBytes, free * stats.pageSize, stats.pageSize)
         } catch {
             throw .from(error, path: path, operation: "reading free space", maxMapSize: maxMapSize)
         }

@@ -112,7 +112,7 @@ final class WritePath: Sendable {
         SpaceReserve.prepare(in: directory)
 
         let appliedNow = max(applied, lastSequence)
-        space = MapSpace(measured: try tier.availableBytes())
+        space = MapSpace(measured: try tier.mapRoom())
         let relay = LogRelay()
         let index = self.index
         let applier = LogApplier(
@@ -223,7 +223,7 @@ final class WritePath: Sendable {
     /// - Throws: `CancellationError`, or what `append` throws.
     func appendAsync(_ entry: LogEntry, durability: Durability) async throws {
         if let failure = applier.failure { throw failure }
-        let admitted: (need: Int, logged: Int)
+        let admitted: (need: MapRoom, logged: Int)
         if let now = try admitNowOrNil(entry) {
             admitted = now
         } else {
@@ -253,7 +253,7 @@ final class WritePath: Sendable {
     /// - Returns: the map bytes reserved and the log bytes counted.
     /// - Throws: `noRoomForWrite` (the disk), `storeFull` (the map), `storage` when LMDB's
     ///   free pages cannot be read, what `settle` throws; nothing reserved, nothing written.
-    private func admit(_ entry: LogEntry) throws(ImageStoreError) -> (need: Int, logged: Int) {
+    private func admit(_ entry: LogEntry) throws(ImageStoreError) -> (need: MapRoom, logged: Int) {
         if let admitted = try admitNowOrNil(entry) { return admitted }
         return try admitAfterSettling(entry)
     }
@@ -261,13 +261,13 @@ final class WritePath: Sendable {
     /// `admitNow`, with a disk too full for `entry` also answered nil: pages freed since the
     /// last checkpoint are pinned until the next (`LMDB/MetaPages.swift`), and
     /// `admitAfterSettling` checkpoints, which may make them reusable.
-    private func admitNowOrNil(_ entry: LogEntry) throws(ImageStoreError) -> (need: Int, logged: Int)? {
+    private func admitNowOrNil(_ entry: LogEntry) throws(ImageStoreError) -> (need: MapRoom, logged: Int)? {
         do { return try admitNow(entry) } catch .noRoomForWrite { return nil }
     }
 
     /// Admits `entry` as `admit` does, or returns nil when the map estimate says it does not
     /// fit (the estimate may be stale: `admitAfterSettling`). Never waits.
-    private func admitNow(_ entry: LogEntry) throws(ImageStoreError) -> (need: Int, logged: Int)? {
+    private func admitNow(_ entry: LogEntry) throws(ImageStoreError) -> (need: MapRoom, logged: Int)? {
         let need = MapSpace.need(entry)
         let logged: Int
         switch entry {
@@ -275,10 +275,10 @@ final class WritePath: Sendable {
         case .renew: logged = WALFormat.headerByteCount + 4096  // a record, never the bytes
         case .delete, .deleteAll:
             makeRoomToFree()
-            return (0, 0)
+            return (.zero, 0)
         }
         let admitted = try space.admit(need: need, logged: logged) { (pending) throws(ImageStoreError) in
-            try checkDisk(logged: logged, need: need, pending: pending)
+            try checkDisk(logged: logged, need: need.total, pending: pending)
         }
         return admitted ? (need, logged) : nil
     }
@@ -288,7 +288,7 @@ final class WritePath: Sendable {
     /// once more, then admits `entry` or refuses it.
     /// - Throws: `storeFull` when it does not fit in the map, `noRoomForWrite` when the disk
     ///   cannot take it; what `admitNow` and `settle` throw.
-    private func admitAfterSettling(_ entry: LogEntry) throws(ImageStoreError) -> (need: Int, logged: Int) {
+    private func admitAfterSettling(_ entry: LogEntry) throws(ImageStoreError) -> (need: MapRoom, logged: Int) {
         try checkpointAndMeasure()
         if let admitted = try admitNow(entry) { return admitted }
         try settle()
@@ -311,7 +311,7 @@ final class WritePath: Sendable {
             try tier.writer.sync {
                 if advancing && !tier.isRefusingWrites { try tier.advance() }
                 if !tier.isRefusingWrites { counters.events.attempt(.checkpoint) { () throws(ImageStoreError) in try tier.sync() } }
-                let measured = try tier.availableBytes()
+                let measured = try tier.mapRoom()
                 admissionWillRecordMeasurement?()
                 space.measured(measured)
             }
@@ -412,9 +412,12 @@ final class WritePath: Sendable {
     private func afterBatch(_ batch: [SequencedEntry]) {
         afterApply()
         if index.keys.wantsRebuild { rebuildKeyFilter() }
-        let need = batch.reduce(0) { $0 + MapSpace.need($1.entry) }
+        let need = batch.reduce(MapRoom.zero) { total, item in
+            let need = MapSpace.need(item.entry)
+            return MapRoom(total: total.total + need.total, tail: total.tail + need.tail)
+        }
         // A failed measurement counts the batch as using all it reserved (never an over-estimate).
-        space.applied(need: need, measured: space.wantsMeasurement ? counters.events.value(.measuring) { () throws(ImageStoreError) in try tier.availableBytes() } : nil)
+        space.applied(need: need, measured: space.wantsMeasurement ? counters.events.value(.measuring) { () throws(ImageStoreError) in try tier.mapRoom() } : nil)
         guard let applied = batch.last?.sequence else { return }
         counters.log.applied(through: applied)
         let done = log.takeCheckpointableSegments(appliedSequence: applied)

@@ -76,7 +76,7 @@ import Testing
             let store = try ImageStore(path: directory, configuration: configuration)
             defer { store.close() }
             let writes = try #require(store.writes)
-            let free = try writes.tier.availableBytes()
+            let free = try writes.tier.mapRoom().tail
             let first = Data(repeating: 0xA1, count: free * 6 / 10)
             let second = Data(repeating: 0xB2, count: free * 6 / 10)
             #expect(MapSpace.need(putting: first.count) <= free, "each put fits in the map alone")
@@ -108,7 +108,7 @@ import Testing
             }
             // As a measurement taken while a reader pinned free pages would leave it: too small
             // for the first put, which then waits for the applier and measures again.
-            writes.space.measured(0)
+            writes.space.measured(.zero)
             put(first, as: "first")
             let deadline = Date() + 30
             while outcomes.withLock({ $0.count }) < 2 && Date() < deadline { usleep(1000) }
