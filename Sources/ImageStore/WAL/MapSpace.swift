@@ -65,8 +65,7 @@ final class MapSpace: Sendable {
             try checkDisk(state.reserved.total + state.logging)
             guard state.estimate.total - state.reserved.total - need.total >= Self.removalReserve,
                   state.estimate.tail - state.reserved.tail >= need.tail else { return false }
-            state.reserved.total += need.total
-            state.reserved.tail += need.tail
+            state.reserved += need
             state.logging += logged
             return true
         }
@@ -84,10 +83,7 @@ final class MapSpace: Sendable {
 
     /// Gives back a reservation whose entry was never logged.
     func unreserve(_ need: MapRoom) {
-        state.withLock { state in
-            state.reserved.total -= need.total
-            state.reserved.tail -= need.tail
-        }
+        state.withLock { $0.reserved -= need }
     }
 
     /// A fresh measurement of the applied state.
@@ -112,12 +108,10 @@ final class MapSpace: Sendable {
                 state.estimate = measured
                 state.batchesSinceMeasure = 0
             } else {
-                state.estimate.total -= need.total
-                state.estimate.tail -= need.tail
+                state.estimate -= need
                 state.batchesSinceMeasure += 1
             }
-            state.reserved.total -= need.total
-            state.reserved.tail -= need.tail
+            state.reserved -= need
             // Invariant: only reserved bytes are released.
             assert(state.reserved.total >= 0 && state.reserved.tail >= 0)
         }
@@ -136,6 +130,16 @@ struct MapRoom: Sendable, Equatable {
     var tail: Int
 
     static let zero = MapRoom(total: 0, tail: 0)
+
+    static func += (room: inout MapRoom, other: MapRoom) {
+        room.total += other.total
+        room.tail += other.tail
+    }
+
+    static func -= (room: inout MapRoom, other: MapRoom) {
+        room.total -= other.total
+        room.tail -= other.tail
+    }
     /// Bytes a value may have and still lie in its B-tree page (LMDB puts larger ones in
     /// overflow pages; a quarter of a 4 KiB page, below its limit of about half).
     static let inlineBytes = 1024

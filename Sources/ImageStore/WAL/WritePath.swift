@@ -412,10 +412,7 @@ final class WritePath: Sendable {
     private func afterBatch(_ batch: [SequencedEntry]) {
         afterApply()
         if index.keys.wantsRebuild { rebuildKeyFilter() }
-        let need = batch.reduce(MapRoom.zero) { total, item in
-            let need = MapSpace.need(item.entry)
-            return MapRoom(total: total.total + need.total, tail: total.tail + need.tail)
-        }
+        let need = batch.reduce(into: MapRoom.zero) { $0 += MapSpace.need($1.entry) }
         // A failed measurement counts the batch as using all it reserved (never an over-estimate).
         space.applied(need: need, measured: space.wantsMeasurement ? counters.events.value(.measuring) { () throws(ImageStoreError) in try tier.mapRoom() } : nil)
         guard let applied = batch.last?.sequence else { return }
